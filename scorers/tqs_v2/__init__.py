@@ -1,13 +1,22 @@
-"""TQS V2 placeholder: the real scorer is being written; API is fixed."""
-from typing import Any, Mapping
+"""TQS V2: the deterministic trajectory-quality score of one IM record.
 
-SCORER_NAME = "tqs-v2"
-SCAFFOLDS = ("claudecode", "opencode", "openhands", "openhands_sdk", "terminus2")
+`score_record` is a pure function: same record in, same `_score` dict out, no I/O.
+"""
 
+from scorers.tqs_v2.score import (
+    SCAFFOLDS,
+    SCORE_KEYS,
+    SCORER_NAME,
+    SCORER_VERSION,
+    count_tool_call_errors,
+    score_record,
+)
 
-def score_record(record: Mapping[str, Any], scaffold: str | None = None) -> dict[str, Any] | None:
-    raise NotImplementedError
-
-
-def count_tool_call_errors(record: Mapping[str, Any], scaffold: str | None = None) -> tuple[int, int]:
-    raise NotImplementedError
+__all__ = [
+    "SCAFFOLDS",
+    "SCORER_NAME",
+    "SCORER_VERSION",
+    "SCORE_KEYS",
+    "count_tool_call_errors",
+    "score_record",
+]

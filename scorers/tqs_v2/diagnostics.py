@@ -1,0 +1,166 @@
+"""Zero-weight diagnostics of TQS V2 (§11): OEC, IAC, PED, PSN, TTE, SCP, reproduce_first."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from scorers.tqs_v2.shell import is_verification_run
+from scorers.tqs_v2.test_files import is_test_file
+from scorers.tqs_v2.trajectory import Action, Trajectory
+
+_INTENT_KEYWORDS = {
+    "read": ("read", "look", "check", "examine", "open", "view", "inspect", "show"),
+    "write": ("write", "edit", "modify", "fix", "change", "update", "patch", "add", "insert",
+              "replace"),
+    "bash": ("run", "execute", "test", "try", "install", "pip", "npm", "build"),
+    "search": ("search", "find", "grep", "locate", "list", "explore"),
+    "submit": ("finish", "submit", "complete", "done"),
+}
+_TTE_KINDS = 7
+
+
+def _entropy(text: str) -> float:
+    if not text:
+        return 0.0
+    counts = Counter(text)
+    total = len(text)
+    return -sum(c / total * math.log2(c / total) for c in counts.values())
+
+
+def observation_entropy_collapse(trajectory: Trajectory) -> float | None:
+    entropies = [_entropy(o.text[:5000]) for o in trajectory.observations]
+    if len(entropies) < 5:
+        return None
+    baseline = sum(entropies[:5]) / 5
+    if baseline == 0:
+        return None
+    smoothed = []
+    last = len(entropies) - 1
+    for i in range(len(entropies)):
+        window = entropies[max(0, i - 1) : min(last, i + 1) + 1]
+        smoothed.append(sum(window) / len(window))
+    return min(max(min(smoothed) / baseline, 0.0), 1.0)
+
+
+def _intent_class(trajectory: Trajectory, turn_index: int) -> str | None:
+    turn = trajectory.turns[turn_index]
+    if trajectory.scaffold == "terminus2":
+        answer = turn.answer or {}
+        if turn.actions:
+            return "bash"
+        if answer.get("task_complete"):
+            return "submit"
+        return None
+    for action in turn.actions:
+        if action.kind not in ("think", "other"):
+            return action.kind
+    return None
+
+
+def intent_action_consistency(trajectory: Trajectory) -> float | None:
+    matches = 0
+    total = 0
+    for turn in trajectory.turns:
+        text = (turn.reasoning + " " + turn.text).strip().lower()
+        if not text:
+            continue
+        kind = _intent_class(trajectory, turn.index)
+        if kind is None:
+            continue
+        total += 1
+        if any(keyword in text for keyword in _INTENT_KEYWORDS[kind]):
+            matches += 1
+    return matches / total if total >= 3 else None
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def post_error_diversity(trajectory: Trajectory) -> float | None:
+    actions = trajectory.actions
+    scores = []
+    for i, action in enumerate(actions):
+        if action.observation is None or not action.observation.is_error:
+            continue
+        if i + 1 >= len(actions):
+            continue
+        following = actions[i + 1]
+        type_changed = 1.0 if following.kind != action.kind else 0.0
+        overlap = _jaccard(set(action.targets), set(following.targets))
+        scores.append((type_changed + (1.0 - overlap)) / 2)
+    return sum(scores) / len(scores) if scores else None
+
+
+def progressive_scope_narrowing(trajectory: Trajectory) -> float | None:
+    turns = trajectory.turns
+    if len(turns) < 10:
+        return None
+    per_turn = [{t for a in turn.actions for t in a.targets} for turn in turns]
+    scope = []
+    for i in range(len(per_turn)):
+        union: set[str] = set()
+        for files in per_turn[max(0, i - 4) : i + 1]:
+            union |= files
+        scope.append(len(union))
+    late = scope[len(scope) // 2 :]
+    if len(late) < 3:
+        return None
+    concordant = discordant = 0
+    for i in range(len(late)):
+        for j in range(i + 1, len(late)):
+            if late[j] > late[i]:
+                concordant += 1
+            elif late[j] < late[i]:
+                discordant += 1
+    if concordant + discordant == 0:
+        return 0.5
+    tau = (concordant - discordant) / (concordant + discordant)
+    return (1 - tau) / 2
+
+
+def tool_transition_entropy(trajectory: Trajectory) -> float | None:
+    kinds = [a.kind for a in trajectory.actions]
+    if len(kinds) < 3:
+        return None
+    bigrams = Counter(zip(kinds, kinds[1:], strict=False))
+    total = sum(bigrams.values())
+    entropy = -sum(c / total * math.log2(c / total) for c in bigrams.values())
+    return min(entropy / math.log2(_TTE_KINDS * _TTE_KINDS), 1.0)
+
+
+def _first_successful_write_turn(trajectory: Trajectory) -> int | None:
+    for action in trajectory.actions:
+        if action.is_write and action.succeeded:
+            return action.turn + 1
+    return None
+
+
+def successful_change_position(trajectory: Trajectory) -> float:
+    turn = _first_successful_write_turn(trajectory)
+    if turn is None or not trajectory.turns:
+        return 0.0
+    r = turn / len(trajectory.turns)
+    if 0.2 <= r <= 0.5:
+        return 1.0
+    d = 0.2 - r if r < 0.2 else r - 0.5
+    return math.exp(-(d * d) / (2 * 0.2 * 0.2))
+
+
+def _source_edit_paths(trajectory: Trajectory, action: Action) -> tuple[str, ...]:
+    if trajectory.scaffold == "terminus2":
+        return action.editor_paths + action.shell_paths
+    return action.editor_paths
+
+
+def reproduce_first(trajectory: Trajectory) -> float | None:
+    verified = False
+    for action in trajectory.actions:
+        if any(not is_test_file(p) for p in _source_edit_paths(trajectory, action)):
+            return 1.0 if verified else 0.0
+        if action.command and is_verification_run(action.command):
+            verified = True
+    return None

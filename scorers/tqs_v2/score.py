@@ -1,0 +1,99 @@
+"""Assemble the `_score` object and the composite (TQS V2 §4, §12, §13)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scorers.tqs_v2 import components as C
+from scorers.tqs_v2 import diagnostics as D
+from scorers.tqs_v2.trajectory import Trajectory, build_trajectory
+
+SCORER_NAME = "tqs-v2"
+SCORER_VERSION = "tqs-v2.0"
+SCAFFOLDS = ("claudecode", "opencode", "openhands", "openhands_sdk", "terminus2")
+SCORE_KEYS = (
+    "scaffold", "assistant_turns", "total_tool_calls", "oec_score", "iac_score", "dpi_score",
+    "ped_score", "psn_score", "tte_score", "scp_score", "sub_score", "fec_score", "stp_score",
+    "tvr_score", "composite_score", "reproduce_first",
+)
+# (key, weight, exponent) of the components that enter the composite.
+_WEIGHTED = (
+    ("sub_score", 0.33, 1),
+    ("stp_score", 0.27, 1),
+    ("tvr_score", 0.23, 1),
+    ("fec_score", 0.10, 5),
+    ("dpi_score", 0.07, 3),
+)
+
+
+def is_subagent(record: Mapping[str, Any]) -> bool:
+    meta = record.get("meta_info")
+    info = meta.get("unique_info") if isinstance(meta, Mapping) else None
+    return isinstance(info, Mapping) and info.get("_agent_type") == "subagent"
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def composite(values: Mapping[str, float | None]) -> float:
+    numerator = denominator = 0.0
+    for key, weight, exponent in _WEIGHTED:
+        value = values.get(key)
+        if value is None:
+            continue
+        numerator += weight * value**exponent
+        denominator += weight
+    return numerator / denominator if denominator else 0.0
+
+
+def score_trajectory(trajectory: Trajectory) -> dict[str, Any]:
+    raw: dict[str, float | None] = {
+        "oec_score": D.observation_entropy_collapse(trajectory),
+        "iac_score": D.intent_action_consistency(trajectory),
+        "dpi_score": C.dirty_pattern_index(trajectory),
+        "ped_score": D.post_error_diversity(trajectory),
+        "psn_score": D.progressive_scope_narrowing(trajectory),
+        "tte_score": D.tool_transition_entropy(trajectory),
+        "scp_score": D.successful_change_position(trajectory),
+        "sub_score": C.submission_score(trajectory),
+        "fec_score": C.file_edit_concentration(trajectory),
+        "stp_score": C.step_score(len(trajectory.turns)),
+        "tvr_score": C.test_verification_score(trajectory),
+    }
+    result: dict[str, Any] = {
+        "scaffold": trajectory.scaffold,
+        "assistant_turns": len(trajectory.turns),
+        "total_tool_calls": trajectory.total_tool_calls,
+    }
+    result.update({key: _round(value) for key, value in raw.items()})
+    result["composite_score"] = round(composite(raw), 4)
+    result["reproduce_first"] = _round(D.reproduce_first(trajectory))
+    return result
+
+
+def score_record(record: Mapping[str, Any], scaffold: str | None = None) -> dict[str, Any] | None:
+    """The `_score` dict of a main-agent record; None for a subagent record."""
+    if is_subagent(record):
+        return None
+    return score_trajectory(build_trajectory(record, scaffold))
+
+
+def count_tool_call_errors(
+    record: Mapping[str, Any], scaffold: str | None = None
+) -> tuple[int, int]:
+    """(tool calls, erroneous tool calls) of one record, subagents included (§13)."""
+    trajectory = build_trajectory(record, scaffold)
+    if trajectory.scaffold == "terminus2":
+        calls = errors = 0
+        for turn in trajectory.turns:
+            if not turn.actions:
+                continue
+            calls += len(turn.actions)
+            observation = turn.actions[0].observation
+            errors += 1 if observation is not None and observation.is_error else 0
+        return calls, errors
+    calls = sum(1 for a in trajectory.actions if a.observation is not None)
+    errors = sum(1 for a in trajectory.actions if a.observation and a.observation.is_error)
+    return calls, errors

@@ -1,0 +1,34 @@
+"""Text helpers shared by the TQS V2 rules: ANSI stripping and the outcome scan window."""
+
+from __future__ import annotations
+
+import re
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+SCAN_HEAD = 3000
+SCAN_TAIL = 3000
+TAIL_LINE_SNAP = 300
+
+
+def strip_ansi(text: str) -> str:
+    """Remove terminal colour and cursor escapes (only when an ESC is present)."""
+    if "\x1b" not in text:
+        return text
+    return _ANSI.sub("", text)
+
+
+def scan_window(text: str) -> str:
+    """The part of a test run's output that outcome patterns look at.
+
+    The first and last 3000 characters; the tail is moved to the next line start when a
+    newline lies in its first 300 characters, so a cut line is not read as a line start.
+    """
+    if len(text) <= SCAN_HEAD + SCAN_TAIL:
+        return text
+    head = text[:SCAN_HEAD]
+    tail = text[-SCAN_TAIL:]
+    newline = tail.find("\n", 0, TAIL_LINE_SNAP)
+    if newline >= 0:
+        tail = tail[newline + 1 :]
+    return head + "\n" + tail

@@ -1,0 +1,146 @@
+"""Tool names: canonicalisation, scaffold detection, and what a call does (TQS V2 §1–2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+KNOWN_NAMES = frozenset(
+    "bash terminal execute_bash file_editor str_replace_editor edit write multiedit "
+    "notebookedit patch finish think task_tracker".split()
+)
+OPENHANDS_SDK_NAMES = frozenset("terminal file_editor task_tracker finish think".split())
+CLAUDE_CODE_NAMES = frozenset(
+    "bash read edit write glob grep task webfetch websearch notebookedit todowrite taskoutput "
+    "taskstop askuserquestion skill enterplanmode exitplanmode enterworktree".split()
+)
+EXECUTION_NAMES = frozenset(
+    "bash terminal execute_bash shell cmd execute_ipython_cell run_ipython ipython python "
+    "run_python".split()
+)
+EDITOR_NAMES = frozenset({"file_editor", "str_replace_editor"})
+EDITOR_WRITE_COMMANDS = frozenset({"str_replace", "create", "insert"})
+EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
+PURE_EDIT_NAMES = frozenset({"edit", "write", "multiedit", "notebookedit", "patch"})
+EDITOR_ONLY_KEYS = ("old_str", "new_str", "file_text", "view_range", "insert_line")
+NON_EXEC_KEYS = ("task_list", "thought", "task_completed")
+COMMAND_KEYS = ("command", "cmd", "keystrokes")
+PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "notebookPath")
+
+
+def canonical_name_by_parameters(params: Sequence[str]) -> str | None:
+    """The OpenHands-style role of an unknown tool, read from its declared parameters."""
+    names = set(params)
+    if "task_completed" in names:
+        return "finish"
+    if "thought" in names and not names & {"command", "path"}:
+        return "think"
+    if "task_list" in names:
+        return "task_tracker"
+    if names & set(EDITOR_ONLY_KEYS):
+        return "str_replace_editor"
+    if "command" in names and names & {"is_input", "timeout"}:
+        return "execute_bash"
+    if "command" in names and "path" in names:
+        return "str_replace_editor"
+    return None
+
+
+def canonical_tool_names(tools: Any) -> dict[str, str]:
+    """Map each declared tool name to its canonical lower-case name."""
+    mapping: dict[str, str] = {}
+    if not isinstance(tools, list):
+        return mapping
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        if not isinstance(function, Mapping):
+            continue
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        lowered = name.lower()
+        canonical = lowered
+        if lowered not in KNOWN_NAMES:
+            parameters = function.get("parameters")
+            properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+            if isinstance(properties, Mapping):
+                canonical = canonical_name_by_parameters(list(properties)) or lowered
+        mapping[name] = canonical
+    return mapping
+
+
+def detect_scaffold(canonical_names: Sequence[str], system_prompt: str) -> str:
+    """Which agent scaffold produced the record, from its (canonicalised) tool names."""
+    if not canonical_names:
+        return "terminus2"
+    if all(name in OPENHANDS_SDK_NAMES for name in canonical_names):
+        return "openhands_sdk"
+    if any(name in CLAUDE_CODE_NAMES for name in canonical_names):
+        head = system_prompt[:500].lower()
+        return "claudecode" if "claude code" in head or "anthropic" in head else "opencode"
+    return "openhands"
+
+
+def is_execution_call(name: str, args: Mapping[str, Any]) -> bool:
+    """Whether a call runs code, decided by its arguments first and its name last."""
+    if args.get("command") in EDITOR_COMMANDS:
+        return False
+    if any(key in args for key in EDITOR_ONLY_KEYS) or any(key in args for key in NON_EXEC_KEYS):
+        return False
+    for key in COMMAND_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return True
+    return name in EXECUTION_NAMES
+
+
+def shell_text(args: Mapping[str, Any]) -> str:
+    for key in COMMAND_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def declared_path(args: Mapping[str, Any]) -> str | None:
+    for key in PATH_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def is_editor_write(name: str, args: Mapping[str, Any]) -> bool:
+    if name in PURE_EDIT_NAMES:
+        return True
+    return name in EDITOR_NAMES and args.get("command") in EDITOR_WRITE_COMMANDS
+
+
+_KIND_BY_NAME = {
+    "think": "think",
+    "finish": "submit",
+    "submit": "submit",
+    "grep": "search",
+    "glob": "search",
+    "find": "search",
+    "search": "search",
+    "read": "read",
+    "view": "read",
+    "edit": "write",
+    "write": "write",
+    "multiedit": "write",
+    "notebookedit": "write",
+    "patch": "write",
+}
+
+
+def action_kind(name: str, args: Mapping[str, Any]) -> str:
+    """think / submit / bash / search / read / write / other, for IAC, PED and TTE."""
+    if name in EDITOR_NAMES:
+        return "read" if args.get("command") == "view" else "write"
+    kind = _KIND_BY_NAME.get(name)
+    if kind:
+        return kind
+    if name in EXECUTION_NAMES:
+        return "bash"
+    return "other"

@@ -1,0 +1,244 @@
+"""A scorer's view of one IM record: assistant turns, actions and aligned observations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from scorers.tqs_v2 import tools as T
+from scorers.tqs_v2.errors import is_error_observation
+from scorers.tqs_v2.shell import is_formal_test
+from scorers.tqs_v2.shell_writes import normalise_path, shell_write_targets
+
+
+@dataclass(slots=True, eq=False)
+class Observation:
+    text: str
+    is_error: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class Action:
+    """One tool call (or one Terminus-2 command) of an assistant turn."""
+
+    turn: int
+    name: str
+    args: Mapping[str, Any]
+    kind: str
+    command: str = ""
+    is_execution: bool = False
+    is_formal_test: bool = False
+    editor_paths: tuple[str, ...] = ()
+    shell_paths: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    observation: Observation | None = None
+
+    @property
+    def is_write(self) -> bool:
+        return bool(self.editor_paths or self.shell_paths)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.observation is not None and not self.observation.is_error
+
+
+@dataclass(slots=True, eq=False)
+class Turn:
+    """One assistant message: its text and the actions it took."""
+
+    index: int
+    text: str
+    reasoning: str
+    actions: list[Action] = field(default_factory=list)
+    answer: Mapping[str, Any] | None = None  # Terminus-2 parsed JSON answer
+    has_tool_calls: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class Trajectory:
+    scaffold: str
+    messages: list[Mapping[str, Any]]
+    turns: list[Turn]
+    actions: list[Action]
+    observations: list[Observation]
+    total_tool_calls: int
+
+    @property
+    def final_message(self) -> Mapping[str, Any] | None:
+        return self.messages[-1] if self.messages else None
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [p.get("text", "") if isinstance(p, Mapping) else str(p) for p in value]
+        return "".join(p for p in parts if isinstance(p, str))
+    return "" if value is None else str(value)
+
+
+def _parse_arguments(raw: Any) -> Mapping[str, Any]:
+    if isinstance(raw, Mapping):
+        return raw
+    if isinstance(raw, str) and raw:
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return {}
+        return parsed if isinstance(parsed, Mapping) else {}
+    return {}
+
+
+def parse_terminus_answer(content: str) -> Mapping[str, Any] | None:
+    """A Terminus-2 answer is a JSON object; anything else is unparseable."""
+    text = content.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, Mapping) else None
+
+
+def _system_prompt(messages: list[Mapping[str, Any]]) -> str:
+    for message in messages:
+        if message.get("role") == "system":
+            return _text(message.get("content"))
+    return ""
+
+
+def _make_action(turn: int, name: str, args: Mapping[str, Any]) -> Action:
+    execution = T.is_execution_call(name, args)
+    command = T.shell_text(args) if execution else ""
+    editor_paths: tuple[str, ...] = ()
+    if T.is_editor_write(name, args):
+        path = T.declared_path(args)
+        editor_paths = (normalise_path(path),) if path else ()
+    shell_paths = tuple(normalise_path(p) for p in shell_write_targets(command)) if command else ()
+    if execution:
+        targets = shell_paths
+    else:
+        path = T.declared_path(args)
+        targets = (normalise_path(path),) if path else ()
+    return Action(
+        turn=turn,
+        name=name,
+        args=args,
+        kind=T.action_kind(name, args),
+        command=command,
+        is_execution=execution,
+        is_formal_test=bool(command) and is_formal_test(command),
+        editor_paths=editor_paths,
+        shell_paths=shell_paths,
+        targets=targets,
+    )
+
+
+def build_tool_trajectory(
+    messages: list[Mapping[str, Any]], names: Mapping[str, str], scaffold: str
+) -> Trajectory:
+    turns: list[Turn] = []
+    actions: list[Action] = []
+    observations: list[Observation] = []
+    total_calls = 0
+    pending: list[Action] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            turn = Turn(
+                index=len(turns),
+                text=_text(message.get("content")),
+                reasoning=_text(message.get("reasoning_content")),
+            )
+            calls = message.get("tool_calls") or []
+            turn.has_tool_calls = bool(calls)
+            for call in calls:
+                function = call.get("function") if isinstance(call, Mapping) else None
+                if not isinstance(function, Mapping):
+                    continue
+                raw_name = function.get("name")
+                raw_name = raw_name if isinstance(raw_name, str) else ""
+                if raw_name:
+                    total_calls += 1
+                name = names.get(raw_name, raw_name.lower())
+                action = _make_action(turn.index, name, _parse_arguments(function.get("arguments")))
+                turn.actions.append(action)
+            actions.extend(turn.actions)
+            pending = list(turn.actions)
+            turns.append(turn)
+        elif role == "tool":
+            observation = Observation(text=_text(message.get("content")))
+            action = pending.pop(0) if pending else None
+            if action is not None:
+                action.observation = observation
+                observation.is_error = is_error_observation(
+                    observation.text, action.is_execution, action.is_formal_test
+                )
+            else:
+                observation.is_error = is_error_observation(observation.text, False, False)
+            observations.append(observation)
+        else:
+            pending = []
+    return Trajectory(scaffold, messages, turns, actions, observations, total_calls)
+
+
+def build_terminus_trajectory(messages: list[Mapping[str, Any]]) -> Trajectory:
+    turns: list[Turn] = []
+    actions: list[Action] = []
+    observations: list[Observation] = []
+    total_calls = 0
+    previous_turn: Turn | None = None
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            content = _text(message.get("content"))
+            turn = Turn(
+                index=len(turns), text=content, reasoning=_text(message.get("reasoning_content"))
+            )
+            turn.answer = parse_terminus_answer(content)
+            commands = turn.answer.get("commands") if turn.answer else None
+            for command in commands if isinstance(commands, list) else []:
+                keys = command.get("keystrokes") if isinstance(command, Mapping) else None
+                if not isinstance(keys, str) or not keys:
+                    continue
+                total_calls += 1
+                head = keys.split(None, 1)[0] if keys.split() else ""
+                action = _make_action(turn.index, "bash", {"keystrokes": keys})
+                action.kind = T.action_kind(head.rsplit("/", 1)[-1], {})
+                turn.actions.append(action)
+            actions.extend(turn.actions)
+            turns.append(turn)
+            previous_turn = turn
+        elif role == "user" and previous_turn is not None:
+            observation = Observation(text=_text(message.get("content")))
+            formal = any(a.is_formal_test for a in previous_turn.actions)
+            observation.is_error = is_error_observation(observation.text, True, formal)
+            for action in previous_turn.actions:
+                action.observation = observation
+            observations.append(observation)
+            previous_turn = None
+        else:
+            previous_turn = None
+    _share_message_targets(turns)
+    return Trajectory("terminus2", messages, turns, actions, observations, total_calls)
+
+
+def _share_message_targets(turns: list[Turn]) -> None:
+    """Terminus-2: every command of a message carries the edit targets of the whole message."""
+    for turn in turns:
+        shared = tuple(p for a in turn.actions for p in a.shell_paths)
+        for action in turn.actions:
+            action.targets = shared
+
+
+def build_trajectory(record: Mapping[str, Any], scaffold: str | None = None) -> Trajectory:
+    messages = [m for m in record.get("messages") or [] if isinstance(m, Mapping)]
+    names = T.canonical_tool_names(record.get("tools"))
+    detected = scaffold or T.detect_scaffold(list(names.values()), _system_prompt(messages))
+    if detected == "terminus2":
+        return build_terminus_trajectory(messages)
+    return build_tool_trajectory(messages, names, detected)
