@@ -9,6 +9,7 @@ from scorers.tqs_v2.errors import Outcome, test_outcome
 from scorers.tqs_v2.shell import is_verification_run
 from scorers.tqs_v2.test_files import is_test_file
 from scorers.tqs_v2.text import strip_ansi
+from scorers.tqs_v2.tools import EDITOR_NAMES
 from scorers.tqs_v2.trajectory import Action, Trajectory
 
 _STRONG_COMPLETION = re.compile(
@@ -115,25 +116,31 @@ def file_edit_concentration(trajectory: Trajectory) -> float | None:
     return 1.0 - min(max((ratio - 1.0) / 4.0, 0.0), 1.0)
 
 
+def _loop_signature(action: Action) -> tuple[object, ...] | None:
+    """(tool, editor subcommand, targets); None for a targetless action."""
+    if not action.targets:
+        return None
+    subcommand = action.args.get("command") if action.name in EDITOR_NAMES else None
+    return (action.name, subcommand, action.targets)
+
+
 def _loop_fraction(trajectory: Trajectory) -> float:
-    signatures = [
-        (a.name, a.args.get("command") if a.name in ("str_replace_editor", "file_editor") else None,
-         a.targets)
-        for a in trajectory.actions
-        if a.targets
-    ]
-    if not signatures:
+    """Share of targeted actions inside runs of >= 5 identical signatures.
+
+    A targetless action is not counted, and it interrupts a run.
+    """
+    signatures = [_loop_signature(a) for a in trajectory.actions]
+    targeted = sum(1 for s in signatures if s is not None)
+    if not targeted:
         return 0.0
     in_loops = 0
-    run = 1
-    for index in range(1, len(signatures) + 1):
-        if index < len(signatures) and signatures[index] == signatures[index - 1]:
-            run += 1
-            continue
-        if run >= 5:
+    run = 0
+    for index, signature in enumerate(signatures):
+        run = run + 1 if index and signature is not None and signature == signatures[index - 1] else 1
+        next_same = index + 1 < len(signatures) and signatures[index + 1] == signature
+        if signature is not None and not next_same and run >= 5:
             in_loops += run
-        run = 1
-    return in_loops / len(signatures)
+    return in_loops / targeted
 
 
 def _error_repeat_rate(trajectory: Trajectory) -> float:

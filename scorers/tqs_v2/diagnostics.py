@@ -89,7 +89,7 @@ def post_error_diversity(trajectory: Trajectory) -> float | None:
         if i + 1 >= len(actions):
             continue
         following = actions[i + 1]
-        type_changed = 1.0 if following.kind != action.kind else 0.0
+        type_changed = 1.0 if following.name != action.name else 0.0
         overlap = _jaccard(set(action.targets), set(following.targets))
         scores.append((type_changed + (1.0 - overlap)) / 2)
     return sum(scores) / len(scores) if scores else None

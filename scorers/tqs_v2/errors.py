@@ -71,7 +71,7 @@ _N = r"[1-9]\d*"
 _FAIL = re.compile(
     "|".join(
         [
-            rf"\bexit(?: code)?\s*[:=]\s*-?{_N}",
+            rf"(?i:\bexit(?: code)?\s*[:=]\s*-?{_N})",
             r"^(?:FAILED|ERROR) \S",
             rf"\b{_N} failed",
             r"^(?:FAIL|ERROR):",
@@ -122,7 +122,7 @@ _PASS = re.compile(
             r"\b\d+ passing",
             r"\b\d+ examples?, 0 failures",
             r"Pass: \d+, fail: 0",
-            r"all (?:tests|checks) (?:passed|PASS)",
+            r"(?i:all (?:tests|checks) pass(?:ed)?)",
             r"Ran \d+ tests? in [\d.]+s\n\nOK",
             r"^OK(?: \(skipped=\d+\))?$",
             r"error count: 0",
@@ -136,7 +136,7 @@ _MARKER_LINE = re.compile(
     r"|Below is the output of the previous command\.)\]$",
     re.MULTILINE,
 )
-_ECHO_EXIT_ZERO = re.compile(r"\bexit(?: code)?\s*[:=]\s*0\b")
+_ECHO_EXIT_ZERO = re.compile(r"\bexit(?: code)?\s*[:=]\s*0\b", re.IGNORECASE)
 
 
 def test_outcome(text: str) -> Outcome:

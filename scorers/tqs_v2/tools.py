@@ -137,7 +137,7 @@ _KIND_BY_NAME = {
 def action_kind(name: str, args: Mapping[str, Any]) -> str:
     """think / submit / bash / search / read / write / other, for IAC, PED and TTE."""
     if name in EDITOR_NAMES:
-        return "read" if args.get("command") == "view" else "write"
+        return "write" if args.get("command") in EDITOR_WRITE_COMMANDS else "read"
     kind = _KIND_BY_NAME.get(name)
     if kind:
         return kind

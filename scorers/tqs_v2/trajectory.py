@@ -206,9 +206,7 @@ def build_terminus_trajectory(messages: list[Mapping[str, Any]]) -> Trajectory:
                 if not isinstance(keys, str) or not keys:
                     continue
                 total_calls += 1
-                head = keys.split(None, 1)[0] if keys.split() else ""
-                action = _make_action(turn.index, "bash", {"keystrokes": keys})
-                action.kind = T.action_kind(head.rsplit("/", 1)[-1], {})
+                action = _make_action(turn.index, _first_token(keys), {"keystrokes": keys})
                 turn.actions.append(action)
             actions.extend(turn.actions)
             turns.append(turn)
@@ -225,6 +223,12 @@ def build_terminus_trajectory(messages: list[Mapping[str, Any]]) -> Trajectory:
             previous_turn = None
     _share_message_targets(turns)
     return Trajectory("terminus2", messages, turns, actions, observations, total_calls)
+
+
+def _first_token(keystrokes: str) -> str:
+    """Terminus-2 has no tool names: a command is named by its first word."""
+    words = keystrokes.split(None, 1)
+    return words[0].rsplit("/", 1)[-1] if words else ""
 
 
 def _share_message_targets(turns: list[Turn]) -> None:
