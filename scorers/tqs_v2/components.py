@@ -1,4 +1,4 @@
-"""The weighted TQS V2 components: SUB, STP, TVR, FEC, DPI (§5–§10)."""
+"""The weighted TQS V2 components: SUB, STP, TVR, FEC, DPI (§5 to §10)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ _STRONG_COMPLETION = re.compile(
     r"|\b(?:the\s+)?(?:fix|patch|implementation)\s+(?:is\s+)?(?:complete|ready|working)\b",
     re.IGNORECASE,
 )
-_WEAK_COMPLETION = re.compile(r"\b(?:complete|completed|fixed|done|resolved|verified)\b",
-                              re.IGNORECASE)
+_WEAK_COMPLETION = re.compile(
+    r"\b(?:complete|completed|fixed|done|resolved|verified)\b", re.IGNORECASE
+)
 _OUTCOME_VALUE = {Outcome.PASS: 1.0, Outcome.UNKNOWN: 0.6, Outcome.FAIL: 0.3}
 
 
@@ -136,7 +137,9 @@ def _loop_fraction(trajectory: Trajectory) -> float:
     in_loops = 0
     run = 0
     for index, signature in enumerate(signatures):
-        run = run + 1 if index and signature is not None and signature == signatures[index - 1] else 1
+        run = (
+            run + 1 if index and signature is not None and signature == signatures[index - 1] else 1
+        )
         next_same = index + 1 < len(signatures) and signatures[index + 1] == signature
         if signature is not None and not next_same and run >= 5:
             in_loops += run
@@ -150,9 +153,7 @@ def _error_repeat_rate(trajectory: Trajectory) -> float:
     heads = [strip_ansi(o.text)[:80] for o in trajectory.observations]
     flags = [o.is_error for o in trajectory.observations]
     repeats = sum(
-        1
-        for i in range(1, len(heads))
-        if flags[i] and flags[i - 1] and heads[i] == heads[i - 1]
+        1 for i in range(1, len(heads)) if flags[i] and flags[i - 1] and heads[i] == heads[i - 1]
     )
     return repeats / len(errors)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from itertools import pairwise
 
 from scorers.tqs_v2.shell import is_verification_run
 from scorers.tqs_v2.test_files import is_test_file
@@ -11,8 +12,18 @@ from scorers.tqs_v2.trajectory import Action, Trajectory
 
 _INTENT_KEYWORDS = {
     "read": ("read", "look", "check", "examine", "open", "view", "inspect", "show"),
-    "write": ("write", "edit", "modify", "fix", "change", "update", "patch", "add", "insert",
-              "replace"),
+    "write": (
+        "write",
+        "edit",
+        "modify",
+        "fix",
+        "change",
+        "update",
+        "patch",
+        "add",
+        "insert",
+        "replace",
+    ),
     "bash": ("run", "execute", "test", "try", "install", "pip", "npm", "build"),
     "search": ("search", "find", "grep", "locate", "list", "explore"),
     "submit": ("finish", "submit", "complete", "done"),
@@ -126,7 +137,7 @@ def tool_transition_entropy(trajectory: Trajectory) -> float | None:
     kinds = [a.kind for a in trajectory.actions]
     if len(kinds) < 3:
         return None
-    bigrams = Counter(zip(kinds, kinds[1:], strict=False))
+    bigrams = Counter(pairwise(kinds))
     total = sum(bigrams.values())
     entropy = -sum(c / total * math.log2(c / total) for c in bigrams.values())
     return min(entropy / math.log2(_TTE_KINDS * _TTE_KINDS), 1.0)

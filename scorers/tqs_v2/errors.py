@@ -104,9 +104,7 @@ _FAIL = re.compile(
     ),
     re.MULTILINE,
 )
-_ZERO_TESTS = re.compile(
-    r"Ran 0 tests|no tests? (?:ran|were found|to run|found)|collected 0 items"
-)
+_ZERO_TESTS = re.compile(r"Ran 0 tests|no tests? (?:ran|were found|to run|found)|collected 0 items")
 _PASS = re.compile(
     "|".join(
         [

@@ -13,9 +13,22 @@ SCORER_NAME = "tqs-v2"
 SCORER_VERSION = "tqs-v2.0"
 SCAFFOLDS = ("claudecode", "opencode", "openhands", "openhands_sdk", "terminus2")
 SCORE_KEYS = (
-    "scaffold", "assistant_turns", "total_tool_calls", "oec_score", "iac_score", "dpi_score",
-    "ped_score", "psn_score", "tte_score", "scp_score", "sub_score", "fec_score", "stp_score",
-    "tvr_score", "composite_score", "reproduce_first",
+    "scaffold",
+    "assistant_turns",
+    "total_tool_calls",
+    "oec_score",
+    "iac_score",
+    "dpi_score",
+    "ped_score",
+    "psn_score",
+    "tte_score",
+    "scp_score",
+    "sub_score",
+    "fec_score",
+    "stp_score",
+    "tvr_score",
+    "composite_score",
+    "reproduce_first",
 )
 # (key, weight, exponent) of the components that enter the composite.
 _WEIGHTED = (

@@ -86,8 +86,9 @@ _NOT_VERIFY = re.compile(
         ]
     )
 )
-_PYTHON_C_WRITE = re.compile(r"\bpython[\d.]*\s+-c\b.*(?:open\([^)]*['\"][wa]b?\+?['\"]|\.write)",
-                             re.DOTALL)
+_PYTHON_C_WRITE = re.compile(
+    r"\bpython[\d.]*\s+-c\b.*(?:open\([^)]*['\"][wa]b?\+?['\"]|\.write)", re.DOTALL
+)
 
 
 def split_segments(command: str) -> list[str]:

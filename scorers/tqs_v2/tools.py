@@ -1,4 +1,4 @@
-"""Tool names: canonicalisation, scaffold detection, and what a call does (TQS V2 §1–2)."""
+"""Tool names: canonicalisation, scaffold detection, and what a call does (TQS V2 §1, §2)."""
 
 from __future__ import annotations
 

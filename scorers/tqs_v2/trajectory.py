@@ -172,11 +172,11 @@ def build_tool_trajectory(
             turns.append(turn)
         elif role == "tool":
             observation = Observation(text=_text(message.get("content")))
-            action = pending.pop(0) if pending else None
-            if action is not None:
-                action.observation = observation
+            owner = pending.pop(0) if pending else None
+            if owner is not None:
+                owner.observation = observation
                 observation.is_error = is_error_observation(
-                    observation.text, action.is_execution, action.is_formal_test
+                    observation.text, owner.is_execution, owner.is_formal_test
                 )
             else:
                 observation.is_error = is_error_observation(observation.text, False, False)
