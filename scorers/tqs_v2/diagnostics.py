@@ -31,16 +31,21 @@ _INTENT_KEYWORDS = {
 _TTE_KINDS = 7
 
 
+_OEC_CHARS = 5000
+# c * log2(c) for every count a 5000-character prefix can hold.
+_C_LOG_C = [0.0] + [c * math.log2(c) for c in range(1, _OEC_CHARS + 1)]
+
+
 def _entropy(text: str) -> float:
-    if not text:
-        return 0.0
-    counts = Counter(text)
+    """Shannon entropy in bits per character: log2(n) - sum(c log2 c) / n."""
     total = len(text)
-    return -sum(c / total * math.log2(c / total) for c in counts.values())
+    if total == 0:
+        return 0.0
+    return math.log2(total) - sum(map(_C_LOG_C.__getitem__, Counter(text).values())) / total
 
 
 def observation_entropy_collapse(trajectory: Trajectory) -> float | None:
-    entropies = [_entropy(o.text[:5000]) for o in trajectory.observations]
+    entropies = [_entropy(o.text[:_OEC_CHARS]) for o in trajectory.observations]
     if len(entropies) < 5:
         return None
     baseline = sum(entropies[:5]) / 5

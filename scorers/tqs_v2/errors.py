@@ -5,48 +5,53 @@ from __future__ import annotations
 import re
 from enum import Enum
 
+from scorers.tqs_v2.patterns import RuleSet, rule
 from scorers.tqs_v2.text import scan_window, strip_ansi
 
 # Markers that mean "the tool itself failed", whatever the tool. Case-sensitive.
-_TOOL_ERROR = re.compile(
-    r"<tool_use_error>"
-    r"|The arguments provided to the tool are invalid"
-    r"|\[An error occurred during execution\.\]"
-    r"|Error validating args .*? for tool"
-    r"|Error executing tool"
-    r"|\A\s*ERROR:"
-    r"|No replacement was performed"
-    r"|parameter is required for '[^']*' command"
-    r"|Invalid `[^`]*` parameter",
-    re.DOTALL,
+_TOOL_ERROR = RuleSet(
+    rule(r"<tool_use_error>", "<tool_use_error>"),
+    rule(r"The arguments provided to the tool are invalid", "The arguments provided"),
+    rule(r"\[An error occurred during execution\.\]", "[An error occurred"),
+    rule(r"Error validating args [\s\S]*? for tool", "Error validating args"),
+    rule(r"Error executing tool", "Error executing tool"),
+    rule(r"\A\s*ERROR:", "ERROR:"),
+    rule(r"No replacement was performed", "No replacement was performed"),
+    rule(r"parameter is required for '[^']*' command", "parameter is required for"),
+    rule(r"Invalid `[^`]*` parameter", "Invalid `"),
 )
-
 # Errors that only count on execution tools.
-_HARD = re.compile(
-    r"command not found|Permission denied|returned non-zero exit status"
-    r"|(?i:exit code[:\s]+-?[1-9])"
+_HARD = RuleSet(
+    rule(r"command not found", "command not found"),
+    rule(r"Permission denied", "Permission denied"),
+    rule(r"returned non-zero exit status", "returned non-zero exit status"),
+    rule(r"exit code[:\s]+-?[1-9]", "exit code", ignore_case=True),
 )
-_SOFT = re.compile(
-    r"Traceback \(most recent call last\)"
-    r"|\b(?:SyntaxError|TypeError|ValueError|KeyError|IndexError|AttributeError|ImportError"
-    r"|ModuleNotFoundError|FileNotFoundError|NameError|RuntimeError|OSError|IOError"
-    r"|PermissionError|ZeroDivisionError|NotImplementedError|StopIteration|RecursionError"
-    r"|AssertionError|UnicodeDecodeError)\b"
-    r"|No such file or directory"
-    r"|\bFAILED\b"
+_SOFT = RuleSet(
+    rule(r"Traceback \(most recent call last\)", "Traceback"),
+    rule(
+        r"\b(?:SyntaxError|TypeError|ValueError|KeyError|IndexError|AttributeError|ImportError"
+        r"|ModuleNotFoundError|FileNotFoundError|NameError|RuntimeError|OSError|IOError"
+        r"|PermissionError|ZeroDivisionError|NotImplementedError|StopIteration|RecursionError"
+        r"|AssertionError|UnicodeDecodeError)\b",
+        "Error",
+        "StopIteration",
+    ),
+    rule(r"No such file or directory", "No such file or directory"),
+    rule(r"\bFAILED\b", "FAILED"),
 )
 
 
 def has_tool_error_marker(text: str) -> bool:
-    return _TOOL_ERROR.search(text) is not None
+    return _TOOL_ERROR.search(text)
 
 
 def has_hard_error(text: str) -> bool:
-    return _HARD.search(text) is not None
+    return _HARD.search(text)
 
 
 def has_soft_error(text: str) -> bool:
-    return _SOFT.search(text) is not None
+    return _SOFT.search(text)
 
 
 def is_error_observation(text: str, is_execution: bool, is_formal_test: bool) -> bool:
@@ -68,65 +73,58 @@ class Outcome(Enum):
 
 
 _N = r"[1-9]\d*"
-_FAIL = re.compile(
-    "|".join(
-        [
-            rf"(?i:\bexit(?: code)?\s*[:=]\s*-?{_N})",
-            r"^(?:FAILED|ERROR) \S",
-            rf"\b{_N} failed",
-            r"^(?:FAIL|ERROR):",
-            r"^--- FAIL:",
-            r"^FAIL\b",
-            r"test result: FAILED",
-            r"^error(?:\[E\d+\])?:",
-            r"Couldn't compile the test",
-            r"error: (?:doctest failed|test failed)",
-            rf"Tests run:.*?(?:Failures|Errors): {_N}",
-            r"BUILD FAILURE",
-            r"^\[ERROR\] ",
-            r"\w+Test > \S+ FAILED",
-            rf"\d+ tests completed, {_N} failed",
-            r"The following tests FAILED",
-            rf"{_N} tests failed out of",
-            r"Errors while running CTest",
-            r"\[  FAILED  \]",
-            rf"^Tests:.*?\b{_N} failed",
-            rf"^Test Suites:.*?\b{_N} failed",
-            rf"\b{_N} failing",
-            r"No test files found",
-            r"error Command failed with exit code [1-9]",
-            r"^FAILURES!",
-            rf"\b{_N} failures?\b",
-            r"fail: [1-9]",
-            r"compilation failed",
-            r"build failed",
-        ]
-    ),
-    re.MULTILINE,
+_FAIL = RuleSet(
+    rule(rf"\bexit(?: code)?\s*[:=]\s*-?{_N}", "exit", ignore_case=True),
+    rule(r"^(?:FAILED|ERROR) \S", "FAILED ", "ERROR "),
+    rule(rf"\b{_N} failed", " failed"),
+    rule(r"^(?:FAIL|ERROR):", "FAIL:", "ERROR:"),
+    rule(r"^FAIL\b", "FAIL"),
+    rule(r"test result: FAILED", "test result: FAILED"),
+    rule(r"^error(?:\[E\d+\])?:", "error"),
+    rule(r"Couldn't compile the test", "Couldn't compile the test"),
+    rule(r"error: (?:doctest failed|test failed)", "error: "),
+    rule(rf"Tests run:.*?(?:Failures|Errors): {_N}", "Tests run:"),
+    rule(r"BUILD FAILURE", "BUILD FAILURE"),
+    rule(r"^\[ERROR\] ", "[ERROR] "),
+    rule(r"\w+Test > \S+ FAILED", "Test > "),
+    rule(rf"\d+ tests completed, {_N} failed", "tests completed, "),
+    rule(r"The following tests FAILED", "The following tests FAILED"),
+    rule(rf"{_N} tests failed out of", "tests failed out of"),
+    rule(r"Errors while running CTest", "Errors while running CTest"),
+    rule(r"\[  FAILED  \]", "[  FAILED  ]"),
+    rule(rf"^Tests:.*?\b{_N} failed", "Tests:"),
+    rule(rf"^Test Suites:.*?\b{_N} failed", "Test Suites:"),
+    rule(rf"\b{_N} failing", " failing"),
+    rule(r"No test files found", "No test files found"),
+    rule(r"error Command failed with exit code [1-9]", "error Command failed"),
+    rule(r"^FAILURES!", "FAILURES!"),
+    rule(rf"\b{_N} failures?\b", " failure"),
+    rule(r"fail: [1-9]", "fail: "),
+    rule(r"compilation failed|build failed", "compilation failed", "build failed"),
 )
-_ZERO_TESTS = re.compile(r"Ran 0 tests|no tests? (?:ran|were found|to run|found)|collected 0 items")
-_PASS = re.compile(
-    "|".join(
-        [
-            r"test result: ok\.",
-            r"^ok\s+\S",
-            r"^PASS\b",
-            r"\b\d+ passed",
-            r"100% tests passed",
-            r"BUILD SUCCESS(?:FUL)?",
-            r"Tests run: \d+, Failures: 0, Errors: 0",
-            r"OK \(\d+ tests?\)",
-            r"^\[  PASSED  \]",
-            r"\b\d+ passing",
-            r"\b\d+ examples?, 0 failures",
-            r"Pass: \d+, fail: 0",
-            r"(?i:all (?:tests|checks) pass(?:ed)?)",
-            r"Ran \d+ tests? in [\d.]+s\n\nOK",
-            r"^OK(?: \(skipped=\d+\))?$",
-            r"error count: 0",
-        ]
-    ),
-    re.MULTILINE,
+_ZERO_TESTS = rule(
+    r"Ran 0 tests|no tests? (?:ran|were found|to run|found)|collected 0 items",
+    "Ran 0 tests",
+    "no test",
+    "collected 0 items",
+)
+_PASS = RuleSet(
+    rule(r"test result: ok\.", "test result: ok."),
+    rule(r"^ok\s+\S", "ok"),
+    rule(r"^PASS\b", "PASS"),
+    rule(r"\b\d+ passed", " passed"),
+    rule(r"100% tests passed", "100% tests passed"),
+    rule(r"BUILD SUCCESS", "BUILD SUCCESS"),
+    rule(r"Tests run: \d+, Failures: 0, Errors: 0", ", Failures: 0, Errors: 0"),
+    rule(r"OK \(\d+ tests?\)", "OK ("),
+    rule(r"^\[  PASSED  \]", "[  PASSED  ]"),
+    rule(r"\b\d+ passing", " passing"),
+    rule(r"\b\d+ examples?, 0 failures", ", 0 failures"),
+    rule(r"Pass: \d+, fail: 0", ", fail: 0"),
+    rule(r"all (?:tests|checks) pass", "all tests pass", "all checks pass", ignore_case=True),
+    rule(r"Ran \d+ tests? in [\d.]+s\n\nOK", "\n\nOK"),
+    rule(r"^OK(?: \(skipped=\d+\))?$", "OK"),
+    rule(r"error count: 0", "error count: 0"),
 )
 _MARKER_LINE = re.compile(
     r"^\[(?:The command completed with exit code -?\d+\.|Command finished with exit code -?\d+"
@@ -134,7 +132,7 @@ _MARKER_LINE = re.compile(
     r"|Below is the output of the previous command\.)\]$",
     re.MULTILINE,
 )
-_ECHO_EXIT_ZERO = re.compile(r"\bexit(?: code)?\s*[:=]\s*0\b", re.IGNORECASE)
+_ECHO_EXIT_ZERO = rule(r"\bexit(?: code)?\s*[:=]\s*0\b", "exit", ignore_case=True)
 
 
 def test_outcome(text: str) -> Outcome:

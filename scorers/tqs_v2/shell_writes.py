@@ -53,6 +53,7 @@ def shell_write_targets(command: str) -> tuple[str, ...]:
     return tuple(t for t in targets if _keep(t))
 
 
+@lru_cache(maxsize=16384)
 def normalise_path(path: str) -> str:
     """Strip a sandbox prefix and normalise, so the same file compares equal."""
     for prefix in _WORKSPACE_PREFIXES:

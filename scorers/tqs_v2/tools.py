@@ -22,8 +22,9 @@ EDITOR_NAMES = frozenset({"file_editor", "str_replace_editor"})
 EDITOR_WRITE_COMMANDS = frozenset({"str_replace", "create", "insert"})
 EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
 PURE_EDIT_NAMES = frozenset({"edit", "write", "multiedit", "notebookedit", "patch"})
-EDITOR_ONLY_KEYS = ("old_str", "new_str", "file_text", "view_range", "insert_line")
-NON_EXEC_KEYS = ("task_list", "thought", "task_completed")
+EDITOR_ONLY_KEYS = frozenset({"old_str", "new_str", "file_text", "view_range", "insert_line"})
+NON_EXEC_KEYS = frozenset({"task_list", "thought", "task_completed"})
+_NOT_EXECUTION_KEYS = EDITOR_ONLY_KEYS | NON_EXEC_KEYS
 COMMAND_KEYS = ("command", "cmd", "keystrokes")
 PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "notebookPath")
 
@@ -37,7 +38,7 @@ def canonical_name_by_parameters(params: Sequence[str]) -> str | None:
         return "think"
     if "task_list" in names:
         return "task_tracker"
-    if names & set(EDITOR_ONLY_KEYS):
+    if names & EDITOR_ONLY_KEYS:
         return "str_replace_editor"
     if "command" in names and names & {"is_input", "timeout"}:
         return "execute_bash"
@@ -52,8 +53,8 @@ def canonical_tool_names(tools: Any) -> dict[str, str]:
     if not isinstance(tools, list):
         return mapping
     for tool in tools:
-        function = tool.get("function") if isinstance(tool, Mapping) else None
-        if not isinstance(function, Mapping):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict):
             continue
         name = function.get("name")
         if not isinstance(name, str) or not name:
@@ -62,8 +63,8 @@ def canonical_tool_names(tools: Any) -> dict[str, str]:
         canonical = lowered
         if lowered not in KNOWN_NAMES:
             parameters = function.get("parameters")
-            properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-            if isinstance(properties, Mapping):
+            properties = parameters.get("properties") if isinstance(parameters, dict) else None
+            if isinstance(properties, dict):
                 canonical = canonical_name_by_parameters(list(properties)) or lowered
         mapping[name] = canonical
     return mapping
@@ -85,7 +86,7 @@ def is_execution_call(name: str, args: Mapping[str, Any]) -> bool:
     """Whether a call runs code, decided by its arguments first and its name last."""
     if args.get("command") in EDITOR_COMMANDS:
         return False
-    if any(key in args for key in EDITOR_ONLY_KEYS) or any(key in args for key in NON_EXEC_KEYS):
+    if not _NOT_EXECUTION_KEYS.isdisjoint(args):
         return False
     for key in COMMAND_KEYS:
         value = args.get(key)

@@ -75,20 +75,20 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        parts = [p.get("text", "") if isinstance(p, Mapping) else str(p) for p in value]
+        parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in value]
         return "".join(p for p in parts if isinstance(p, str))
     return "" if value is None else str(value)
 
 
 def _parse_arguments(raw: Any) -> Mapping[str, Any]:
-    if isinstance(raw, Mapping):
+    if isinstance(raw, dict):
         return raw
     if isinstance(raw, str) and raw:
         try:
             parsed = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return {}
-        return parsed if isinstance(parsed, Mapping) else {}
+        return parsed if isinstance(parsed, dict) else {}
     return {}
 
 
@@ -101,7 +101,7 @@ def parse_terminus_answer(content: str) -> Mapping[str, Any] | None:
         parsed = orjson.loads(text)
     except orjson.JSONDecodeError:
         return None
-    return parsed if isinstance(parsed, Mapping) else None
+    return parsed if isinstance(parsed, dict) else None
 
 
 def _system_prompt(messages: list[Mapping[str, Any]]) -> str:
@@ -157,8 +157,8 @@ def build_tool_trajectory(
             calls = message.get("tool_calls") or []
             turn.has_tool_calls = bool(calls)
             for call in calls:
-                function = call.get("function") if isinstance(call, Mapping) else None
-                if not isinstance(function, Mapping):
+                function = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(function, dict):
                     continue
                 raw_name = function.get("name")
                 raw_name = raw_name if isinstance(raw_name, str) else ""
@@ -202,7 +202,7 @@ def build_terminus_trajectory(messages: list[Mapping[str, Any]]) -> Trajectory:
             turn.answer = parse_terminus_answer(content)
             commands = turn.answer.get("commands") if turn.answer else None
             for command in commands if isinstance(commands, list) else []:
-                keys = command.get("keystrokes") if isinstance(command, Mapping) else None
+                keys = command.get("keystrokes") if isinstance(command, dict) else None
                 if not isinstance(keys, str) or not keys:
                     continue
                 total_calls += 1
@@ -240,7 +240,7 @@ def _share_message_targets(turns: list[Turn]) -> None:
 
 
 def build_trajectory(record: Mapping[str, Any], scaffold: str | None = None) -> Trajectory:
-    messages = [m for m in record.get("messages") or [] if isinstance(m, Mapping)]
+    messages = [m for m in record.get("messages") or [] if isinstance(m, dict)]
     names = T.canonical_tool_names(record.get("tools"))
     detected = scaffold or T.detect_scaffold(list(names.values()), _system_prompt(messages))
     if detected == "terminus2":
