@@ -9,6 +9,7 @@ from scorers.tqs_v2.score import (
     SCORER_NAME,
     SCORER_VERSION,
     count_tool_call_errors,
+    score_and_count,
     score_record,
 )
 
@@ -18,5 +19,6 @@ __all__ = [
     "SCORER_VERSION",
     "SCORE_KEYS",
     "count_tool_call_errors",
+    "score_and_count",
     "score_record",
 ]

@@ -6,6 +6,8 @@ import math
 from collections import Counter
 from itertools import pairwise
 
+import numpy as np
+
 from scorers.tqs_v2.shell import is_verification_run
 from scorers.tqs_v2.test_files import is_test_file
 from scorers.tqs_v2.trajectory import Action, Trajectory
@@ -33,21 +35,40 @@ _TTE_KINDS = 7
 
 _OEC_CHARS = 5000
 # c * log2(c) for every count a 5000-character prefix can hold.
-_C_LOG_C = [0.0] + [c * math.log2(c) for c in range(1, _OEC_CHARS + 1)]
+_C_LOG_C = np.array([0.0] + [c * math.log2(c) for c in range(1, _OEC_CHARS + 1)])
 
 
-def _entropy(text: str) -> float:
-    """Shannon entropy in bits per character: log2(n) - sum(c log2 c) / n."""
-    total = len(text)
-    if total == 0:
-        return 0.0
-    return math.log2(total) - sum(map(_C_LOG_C.__getitem__, Counter(text).values())) / total
+def character_entropies(texts: list[str]) -> list[float]:
+    """Shannon entropy (bits per character) of each text: log2(n) - sum(c log2 c) / n.
+
+    All texts are counted in one vectorised pass: each character becomes the bin
+    (text index, character code), so one bincount gives every text's histogram.
+    """
+    count = len(texts)
+    if not count:
+        return []
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=count)
+    joined = "".join(texts)
+    if joined.isascii():
+        codes = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).astype(np.int64)
+        width = 128
+    else:
+        points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+        distinct, codes = np.unique(points, return_inverse=True)
+        width = len(distinct)
+    bins = np.repeat(np.arange(count, dtype=np.int64) * width, lengths) + codes
+    histogram = np.bincount(bins, minlength=count * width)
+    filled = np.flatnonzero(histogram)
+    sum_c_log_c = np.bincount(filled // width, weights=_C_LOG_C[histogram[filled]], minlength=count)
+    safe_lengths = np.maximum(lengths, 1)
+    entropies = np.where(lengths > 0, np.log2(safe_lengths) - sum_c_log_c / safe_lengths, 0.0)
+    return [float(e) for e in entropies]
 
 
 def observation_entropy_collapse(trajectory: Trajectory) -> float | None:
-    entropies = [_entropy(o.text[:_OEC_CHARS]) for o in trajectory.observations]
-    if len(entropies) < 5:
+    if len(trajectory.observations) < 5:
         return None
+    entropies = character_entropies([o.text[:_OEC_CHARS] for o in trajectory.observations])
     baseline = sum(entropies[:5]) / 5
     if baseline == 0:
         return None

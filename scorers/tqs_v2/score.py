@@ -97,7 +97,20 @@ def count_tool_call_errors(
     record: Mapping[str, Any], scaffold: str | None = None
 ) -> tuple[int, int]:
     """(tool calls, erroneous tool calls) of one record, subagents included (§13)."""
+    return tool_call_errors(build_trajectory(record, scaffold))
+
+
+def score_and_count(
+    record: Mapping[str, Any], scaffold: str | None = None
+) -> tuple[dict[str, Any] | None, int, int]:
+    """`score_record` and `count_tool_call_errors` from one pass over the record."""
     trajectory = build_trajectory(record, scaffold)
+    score = None if is_subagent(record) else score_trajectory(trajectory)
+    return (score, *tool_call_errors(trajectory))
+
+
+def tool_call_errors(trajectory: Trajectory) -> tuple[int, int]:
+    """Terminus-2 counts every command of a turn but at most one error per observation."""
     if trajectory.scaffold == "terminus2":
         calls = errors = 0
         for turn in trajectory.turns:

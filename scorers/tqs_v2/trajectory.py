@@ -240,7 +240,9 @@ def _share_message_targets(turns: list[Turn]) -> None:
 
 
 def build_trajectory(record: Mapping[str, Any], scaffold: str | None = None) -> Trajectory:
-    messages = [m for m in record.get("messages") or [] if isinstance(m, dict)]
+    messages: list[Mapping[str, Any]] = [
+        m for m in record.get("messages") or [] if isinstance(m, dict)
+    ]
     names = T.canonical_tool_names(record.get("tools"))
     detected = scaffold or T.detect_scaffold(list(names.values()), _system_prompt(messages))
     if detected == "terminus2":

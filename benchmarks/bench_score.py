@@ -1,0 +1,97 @@
+"""How much slower is `trajcurate score` than just parsing its input? (`make bench`)
+
+Replicates the reference records to ~3000 lines in a temp file, then times, each as a whole
+separate process pinned to one core (`taskset -c 0` when available) and best of 3 runs:
+  parse  `python -c` that `orjson.loads` every line of the file;
+  score  `trajcurate score FILE -o OUT`.
+Both include interpreter start-up. Target from the issue: score / parse <= 4x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CASES = REPO_ROOT.parent / "shared" / "data" / "reference-scored" / "cases.jsonl"
+TARGET_RATIO = 4.0
+PARSE_CODE = (
+    "import sys, orjson\n"
+    "with open(sys.argv[1], 'rb') as f:\n"
+    "    for line in f:\n"
+    "        orjson.loads(line)\n"
+)
+
+
+def replicate(cases: Path, target_lines: int, dest: Path) -> int:
+    """Write copies of `cases` to `dest` until it has at least `target_lines`; return count."""
+    lines = [line for line in cases.read_bytes().splitlines() if line.strip()]
+    copies = -(-target_lines // len(lines))
+    dest.write_bytes(b"".join(line + b"\n" for _ in range(copies) for line in lines))
+    return copies * len(lines)
+
+
+def best_wall_seconds(command: list[str], runs: int) -> float:
+    """Best wall time of `runs` runs of `command`; a failing run aborts the benchmark."""
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        elapsed = time.perf_counter() - start
+        if result.returncode != 0:
+            sys.exit(
+                f"benchmark command failed ({result.returncode}): {' '.join(command)}\n"
+                f"{result.stderr.strip()}"
+            )
+        best = min(best, elapsed)
+    return best
+
+
+def trajcurate_command() -> list[str]:
+    script = Path(sys.executable).with_name("trajcurate")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "pipelines.cli"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
+    parser.add_argument("--lines", type=int, default=3000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    if not args.cases.is_file():
+        print(f"bench: reference cases not found at {args.cases}", file=sys.stderr)
+        return 2
+
+    taskset = shutil.which("taskset")
+    pin = [taskset, "-c", "0"] if taskset else []
+    with tempfile.TemporaryDirectory(prefix="trajcurate-bench-") as tmp:
+        data = Path(tmp) / "cases-x.jsonl"
+        records = replicate(args.cases, args.lines, data)
+        size_mb = data.stat().st_size / 1e6
+        parse = best_wall_seconds([*pin, sys.executable, "-c", PARSE_CODE, str(data)], args.runs)
+        score = best_wall_seconds(
+            [*pin, *trajcurate_command(), "score", str(data), "-o", str(Path(tmp) / "out.jsonl")],
+            args.runs,
+        )
+
+    ratio = score / parse
+    print(f"input    {records} records, {size_mb:.1f} MB ({args.cases.name} replicated)")
+    print(
+        f"pinning  {'taskset -c 0' if pin else 'none (taskset not found): all cores'}; "
+        f"best of {args.runs}, whole process incl. start-up"
+    )
+    print(f"{'':8} {'wall s':>8} {'records/s':>11}")
+    print(f"{'parse':8} {parse:8.3f} {records / parse:11.0f}")
+    print(f"{'score':8} {score:8.3f} {records / score:11.0f}")
+    verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
+    print(f"ratio    score/parse = {ratio:.2f}x (target <= {TARGET_RATIO:.0f}x: {verdict})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""JSON Lines in and out, with orjson, one line at a time.
+
+A bad line (invalid UTF-8, invalid JSON) is a per-line `LineError` for the caller to report and
+route; it never stops the iteration. Lines are numbered from 1 as an editor shows them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+import orjson
+
+__all__ = [
+    "JsonlWriter",
+    "LineError",
+    "dumps_line",
+    "is_blank",
+    "iter_lines",
+    "parse_line",
+    "write_jsonl",
+]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class LineError(ValueError):
+    """One JSONL line that cannot be read as JSON; the message is a short reason."""
+
+
+def iter_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
+    """Yield `(line_number, raw_line)` without the line terminator, streaming the file.
+
+    A UTF-8 byte order mark at the start of the file is dropped.
+    """
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if number == 1 and line.startswith(_BOM):
+                line = line[len(_BOM) :]
+            yield number, line.rstrip(b"\r\n")
+
+
+def is_blank(raw: bytes) -> bool:
+    """True for an empty or whitespace-only line."""
+    return not raw.strip()
+
+
+def parse_line(raw: bytes) -> object:
+    """Parse one line as a JSON value; raise `LineError` saying why it is not one."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise LineError(f"invalid UTF-8 at byte {bad.start}") from None
+        raise LineError(f"invalid JSON: {exc}") from None
+
+
+def dumps_line(obj: object) -> bytes:
+    """One JSON object as a newline-terminated line (keys in the dict's own order)."""
+    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+
+
+class JsonlWriter:
+    """Write objects as JSON Lines to a file opened for writing (truncated)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.count = 0
+        self._handle: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+
+    def write(self, obj: object) -> None:
+        self._handle.write(dumps_line(obj))
+        self.count += 1
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def write_jsonl(path: str | os.PathLike[str], objs: Iterable[object]) -> int:
+    """Write every object of `objs` to `path` as JSON Lines; return how many were written."""
+    with JsonlWriter(path) as writer:
+        for obj in objs:
+            writer.write(obj)
+        return writer.count
