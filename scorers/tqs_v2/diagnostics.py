@@ -34,12 +34,14 @@ _TTE_KINDS = 7
 
 
 _OEC_CHARS = 5000
-# c * log2(c) for every count a 5000-character prefix can hold.
+# c * log2(c) and log2(n) for every count and length a 5000-character prefix can have.
 _C_LOG_C = np.array([0.0] + [c * math.log2(c) for c in range(1, _OEC_CHARS + 1)])
+_LOG2 = [0.0] + [math.log2(n) for n in range(1, _OEC_CHARS + 1)]
 
 
 def character_entropies(texts: list[str]) -> list[float]:
-    """Shannon entropy (bits per character) of each text: log2(n) - sum(c log2 c) / n.
+    """Shannon entropy (bits per character) of each text (at most 5000 characters each):
+    log2(n) - sum(c log2 c) / n.
 
     All texts are counted in one vectorised pass: each character becomes the bin
     (text index, character code), so one bincount gives every text's histogram.
@@ -47,22 +49,21 @@ def character_entropies(texts: list[str]) -> list[float]:
     count = len(texts)
     if not count:
         return []
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=count)
+    lengths = list(map(len, texts))
     joined = "".join(texts)
     if joined.isascii():
-        codes = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).astype(np.int64)
+        codes = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
         width = 128
     else:
         points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
         distinct, codes = np.unique(points, return_inverse=True)
         width = len(distinct)
-    bins = np.repeat(np.arange(count, dtype=np.int64) * width, lengths) + codes
+    bins = np.repeat(np.arange(0, count * width, width), lengths)
+    bins += codes
     histogram = np.bincount(bins, minlength=count * width)
-    filled = np.flatnonzero(histogram)
-    sum_c_log_c = np.bincount(filled // width, weights=_C_LOG_C[histogram[filled]], minlength=count)
-    safe_lengths = np.maximum(lengths, 1)
-    entropies = np.where(lengths > 0, np.log2(safe_lengths) - sum_c_log_c / safe_lengths, 0.0)
-    return [float(e) for e in entropies]
+    filled = histogram.nonzero()[0]
+    sums = np.bincount(filled // width, weights=_C_LOG_C[histogram[filled]], minlength=count)
+    return [_LOG2[n] - float(s) / n if n else 0.0 for n, s in zip(lengths, sums, strict=True)]
 
 
 def observation_entropy_collapse(trajectory: Trajectory) -> float | None:

@@ -84,7 +84,8 @@ def detect_scaffold(canonical_names: Sequence[str], system_prompt: str) -> str:
 
 def is_execution_call(name: str, args: Mapping[str, Any]) -> bool:
     """Whether a call runs code, decided by its arguments first and its name last."""
-    if args.get("command") in EDITOR_COMMANDS:
+    subcommand = args.get("command")
+    if isinstance(subcommand, str) and subcommand in EDITOR_COMMANDS:
         return False
     if not _NOT_EXECUTION_KEYS.isdisjoint(args):
         return False
@@ -111,10 +112,15 @@ def declared_path(args: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _subcommand(args: Mapping[str, Any]) -> str:
+    value = args.get("command")
+    return value if isinstance(value, str) else ""
+
+
 def is_editor_write(name: str, args: Mapping[str, Any]) -> bool:
     if name in PURE_EDIT_NAMES:
         return True
-    return name in EDITOR_NAMES and args.get("command") in EDITOR_WRITE_COMMANDS
+    return name in EDITOR_NAMES and _subcommand(args) in EDITOR_WRITE_COMMANDS
 
 
 _KIND_BY_NAME = {
@@ -138,7 +144,7 @@ _KIND_BY_NAME = {
 def action_kind(name: str, args: Mapping[str, Any]) -> str:
     """think / submit / bash / search / read / write / other, for IAC, PED and TTE."""
     if name in EDITOR_NAMES:
-        return "write" if args.get("command") in EDITOR_WRITE_COMMANDS else "read"
+        return "write" if _subcommand(args) in EDITOR_WRITE_COMMANDS else "read"
     kind = _KIND_BY_NAME.get(name)
     if kind:
         return kind

@@ -111,19 +111,24 @@ def _system_prompt(messages: list[Mapping[str, Any]]) -> str:
     return ""
 
 
+_NO_PATHS: tuple[str, ...] = ()
+
+
+def _one_path(args: Mapping[str, Any]) -> tuple[str, ...]:
+    path = T.declared_path(args)
+    return (normalise_path(path),) if path else _NO_PATHS
+
+
 def _make_action(turn: int, name: str, args: Mapping[str, Any]) -> Action:
     execution = T.is_execution_call(name, args)
     command = T.shell_text(args) if execution else ""
-    editor_paths: tuple[str, ...] = ()
-    if T.is_editor_write(name, args):
-        path = T.declared_path(args)
-        editor_paths = (normalise_path(path),) if path else ()
-    shell_paths = tuple(normalise_path(p) for p in shell_write_targets(command)) if command else ()
+    editor_paths = _one_path(args) if T.is_editor_write(name, args) else _NO_PATHS
     if execution:
+        shell_paths = tuple(map(normalise_path, shell_write_targets(command))) if command else ()
         targets = shell_paths
     else:
-        path = T.declared_path(args)
-        targets = (normalise_path(path),) if path else ()
+        shell_paths = _NO_PATHS
+        targets = editor_paths or _one_path(args)
     return Action(
         turn=turn,
         name=name,
