@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -51,6 +52,7 @@ def character_entropies(texts: list[str]) -> list[float]:
         return []
     lengths = list(map(len, texts))
     joined = "".join(texts)
+    codes: np.ndarray[Any, Any]
     if joined.isascii():
         codes = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
         width = 128
