@@ -1,0 +1,72 @@
+"""The unit that flows through trajcurate: one trial's records (main agent + subagents).
+
+A bundle is a plain dict (cheap to pickle between Beam stages):
+
+    {
+      "instance_id": str,            # the trial name; the `_instance_id` of every record
+      "job": str | None,             # Harbor job name, None for standalone files
+      "source": str,                 # the input path the bundle came from
+      "format": str,                 # reader name, e.g. "harbor-atif", "claude-code-session"
+      "rewards": {str: float} | None,
+      "reward_source": str | None,   # "result.json" | "reward.json" | "reward.txt" | "report.json"
+      "metadata": dict,              # `_instance_metadata` of every record of the bundle
+      "usage": dict,                 # tokens / cost, `_usage` of the main record
+      "warnings": [str],             # e.g. a missing subagent file
+      "records": [IM record, ...],   # main record first, then subagents
+    }
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class Bundle(TypedDict):
+    instance_id: str
+    job: str | None
+    source: str
+    format: str
+    rewards: dict[str, float] | None
+    reward_source: str | None
+    metadata: dict[str, Any]
+    usage: dict[str, Any]
+    warnings: list[str]
+    records: list[dict[str, Any]]
+
+
+class ReaderError(Exception):
+    """An input a reader refuses; the message is the one-line reason users see."""
+
+
+def new_bundle(
+    instance_id: str,
+    source: str,
+    format: str,
+    records: list[dict[str, Any]],
+    *,
+    job: str | None = None,
+    rewards: dict[str, float] | None = None,
+    reward_source: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    usage: dict[str, Any] | None = None,
+    warnings: list[str] | None = None,
+) -> Bundle:
+    return Bundle(
+        instance_id=instance_id,
+        job=job,
+        source=source,
+        format=format,
+        rewards=rewards,
+        reward_source=reward_source,
+        metadata=metadata or {},
+        usage=usage or {},
+        warnings=warnings or [],
+        records=records,
+    )
+
+
+def main_record(bundle: Bundle) -> dict[str, Any] | None:
+    for record in bundle["records"]:
+        if record["meta_info"]["unique_info"].get("_agent_type", "main") == "main":
+            return record
+    return None

@@ -1,0 +1,242 @@
+"""Build IM records (formats.md §4) from messages a reader has put in OpenAI shape.
+
+Readers produce messages as `{"role", "content", "reasoning_content"?, "tool_calls"?:
+[{"id", "name", "arguments"}], "tool_call_id"?}` and call `build_im_record`; this module
+owns the IM rules every reader shares: the leading empty system message, JSON-string tool
+arguments, filled tool-call ids, `<think>` splitting, rebuilt tool lists, language, rounds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+IM_VERSION = "2.0.0"
+UNKNOWN_DATE = "1970-01-01"
+AGENT_SCAFFOLDS = {
+    "claude-code": "claudecode",
+    "claudecode": "claudecode",
+    "opencode": "opencode",
+    "openhands": "openhands",
+    "openhands-sdk": "openhands_sdk",
+    "openhands_sdk": "openhands_sdk",
+    "terminus-2": "terminus2",
+    "terminus2": "terminus2",
+    "terminus": "terminus2",
+}
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_THINK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.DOTALL)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def scaffold_for_agent(agent_name: str | None) -> str | None:
+    """The TQS V2 scaffold an agent's records follow (claude-code -> claudecode, ...)."""
+    if not agent_name:
+        return None
+    return AGENT_SCAFFOLDS.get(agent_name.strip().lower())
+
+
+def date_of(timestamp: Any) -> str:
+    """`YYYY-MM-DD` from an ISO timestamp or epoch seconds/milliseconds; unknown -> 1970-01-01."""
+    if isinstance(timestamp, str):
+        match = _DATE.search(timestamp)
+        return match.group(0) if match else UNKNOWN_DATE
+    if isinstance(timestamp, int | float) and not isinstance(timestamp, bool) and timestamp > 0:
+        import datetime as _dt
+
+        seconds = timestamp / 1000 if timestamp > 1e11 else timestamp
+        try:
+            return _dt.datetime.fromtimestamp(seconds, tz=_dt.UTC).strftime("%Y-%m-%d")
+        except (OverflowError, OSError, ValueError):
+            return UNKNOWN_DATE
+    return UNKNOWN_DATE
+
+
+def as_text(value: Any) -> str:
+    """Message content as text: strings pass, content parts are joined, images become a marker."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(_part_text(part) for part in value)
+    if isinstance(value, Mapping):
+        return _part_text(value)
+    return str(value)
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, Mapping):
+        return str(part)
+    kind = part.get("type")
+    if kind in ("image", "image_url", "input_image"):
+        return "[image]"
+    for key in ("text", "content", "output"):
+        if key in part:
+            return as_text(part[key])
+    return ""
+
+
+def arguments_json(arguments: Any) -> str:
+    """Tool-call arguments as the JSON string IM requires (a string that is JSON stays)."""
+    if isinstance(arguments, str):
+        try:
+            orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            return orjson.dumps({"raw": arguments}).decode()
+        return arguments
+    return orjson.dumps(arguments if arguments is not None else {}).decode()
+
+
+def _split_think(content: str, reasoning: str) -> tuple[str, str]:
+    match = _THINK.match(content)
+    if not match:
+        return content, reasoning
+    thought = match.group(1).strip()
+    return content[match.end() :], (reasoning + "\n" + thought).strip() if reasoning else thought
+
+
+def _normalise(message: Mapping[str, Any]) -> dict[str, Any]:
+    role = message["role"]
+    content = as_text(message.get("content"))
+    out: dict[str, Any] = {"role": role, "content": content}
+    if message.get("name"):
+        out["name"] = str(message["name"])
+    if role == "assistant":
+        content, reasoning = _split_think(content, as_text(message.get("reasoning_content")))
+        out["content"] = content
+        out["reasoning_content"] = reasoning
+        calls = message.get("tool_calls") or []
+        if calls:
+            out["tool_calls"] = [
+                {
+                    "id": str(call.get("id") or ""),
+                    "type": "function",
+                    "function": {
+                        "name": str(call.get("name") or ""),
+                        "arguments": arguments_json(call.get("arguments")),
+                    },
+                }
+                for call in calls
+            ]
+    elif role == "tool":
+        out["tool_call_id"] = str(message.get("tool_call_id") or "")
+    return out
+
+
+def _fill_call_ids(messages: list[dict[str, Any]], instance_id: str) -> None:
+    """Missing call ids come from the following tool messages, else are generated."""
+    generated = 0
+    for index, message in enumerate(messages):
+        calls = message.get("tool_calls")
+        if not calls:
+            continue
+        following = []
+        for later in messages[index + 1 :]:
+            if later["role"] != "tool":
+                break
+            following.append(later)
+        for position, call in enumerate(calls):
+            if call["id"]:
+                continue
+            tool = following[position] if position < len(following) else None
+            if tool is not None and tool.get("tool_call_id"):
+                call["id"] = tool["tool_call_id"]
+            else:
+                generated += 1
+                call["id"] = f"call_{instance_id}_{generated}"
+                if tool is not None:
+                    tool["tool_call_id"] = call["id"]
+
+
+def tools_from_calls(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rebuild a tool list from the calls seen (Claude Code's ATIF has none)."""
+    seen: dict[str, set[str]] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            name = call["function"]["name"]
+            try:
+                args = orjson.loads(call["function"]["arguments"])
+            except orjson.JSONDecodeError:
+                args = {}
+            seen.setdefault(name, set()).update(args if isinstance(args, dict) else {})
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": "",
+                "parameters": {"type": "object", "properties": {k: {} for k in sorted(keys)}},
+            },
+        }
+        for name, keys in seen.items()
+        if name
+    ]
+
+
+def _language(messages: list[dict[str, Any]]) -> str:
+    for message in messages:
+        if message["role"] == "user":
+            return "zh" if _CJK.search(message["content"]) else "en"
+    return "en"
+
+
+def build_im_record(
+    messages: Iterable[Mapping[str, Any]],
+    *,
+    instance_id: str,
+    agent_type: str = "main",
+    tools: list[dict[str, Any]] | None = None,
+    rebuild_tools: bool = False,
+    agent: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    usage: Mapping[str, Any] | None = None,
+    gen_params: Mapping[str, Any] | None = None,
+    query_source: str = "unknown",
+    date: str = UNKNOWN_DATE,
+    extra_unique_info: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One IM record. `agent` = {name, version, model}; its scaffold goes into metadata."""
+    normalised = [_normalise(m) for m in messages]
+    if not normalised or normalised[0]["role"] != "system":
+        normalised.insert(0, {"role": "system", "content": ""})
+    _fill_call_ids(normalised, instance_id)
+    if tools is None and rebuild_tools:
+        tools = tools_from_calls(normalised)
+    instance_metadata = dict(metadata or {})
+    if agent:
+        instance_metadata["agent"] = dict(agent)
+        scaffold = scaffold_for_agent(agent.get("name"))
+        if scaffold:
+            instance_metadata["scaffold"] = scaffold
+    unique_info: dict[str, Any] = {
+        "_instance_id": instance_id,
+        "_agent_type": agent_type,
+        "_score": None,
+        "_gen_params": dict(gen_params or {}),
+        "_usage": dict(usage or {}),
+        "_instance_metadata": instance_metadata,
+    }
+    unique_info.update(extra_unique_info or {})
+    model = (agent or {}).get("model") or "unknown"
+    return {
+        "version": IM_VERSION,
+        "meta_info": {
+            "teacher": str(model),
+            "query_source": query_source,
+            "response_generate_time": date,
+            "response_update_time": date,
+            "owner": "trajcurate",
+            "language": _language(normalised),
+            "category": "code",
+            "rounds": sum(1 for m in normalised if m["role"] == "assistant"),
+            "unique_info": unique_info,
+        },
+        "tools": tools if tools is not None else [],
+        "messages": normalised,
+    }

@@ -1,0 +1,35 @@
+"""Reader registry: format name -> reader, imported only when used.
+
+Every reader is `read(path: Path) -> Iterator[Bundle]` and raises `ReaderError` (from
+`bundle.py`) with a one-line reason for an input it refuses. Harbor's trial reader also
+uses the per-format `records_from_agent_dir` functions (see each module's docstring).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from transforms.readers.bundle import Bundle
+
+Reader = Callable[[Path], Iterator[Bundle]]
+
+# name -> "module:function"; names are what `--format` accepts.
+READERS: dict[str, str] = {
+    "harbor": "transforms.readers.harbor:read",
+    "atif": "transforms.readers.atif:read",
+    "claude-code": "transforms.readers.claude_code:read",
+    "opencode": "transforms.readers.opencode:read",
+    "openhands": "transforms.readers.openhands:read",
+    "swe-agent": "transforms.readers.swe_agent:read",
+    "mini-swe-agent": "transforms.readers.swe_agent:read_mini",
+    "im": "transforms.readers.im_jsonl:read",
+}
+FORMATS = tuple(READERS)
+
+
+def reader_for(name: str) -> Reader:
+    module_name, _, function = READERS[name].partition(":")
+    reader: Reader = getattr(importlib.import_module(module_name), function)
+    return reader
