@@ -9,6 +9,7 @@ from scorers.tqs_v2.score import (
     SCORER_NAME,
     SCORER_VERSION,
     count_tool_call_errors,
+    scaffold_hint,
     score_and_count,
     score_record,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "SCORER_VERSION",
     "SCORE_KEYS",
     "count_tool_call_errors",
+    "scaffold_hint",
     "score_and_count",
     "score_record",
 ]

@@ -46,6 +46,19 @@ def is_subagent(record: Mapping[str, Any]) -> bool:
     return isinstance(info, Mapping) and info.get("_agent_type") == "subagent"
 
 
+def scaffold_hint(record: Mapping[str, Any]) -> str | None:
+    """The scaffold a reader recorded from the agent's identity (`_instance_metadata.scaffold`).
+
+    Converters know which agent wrote a trajectory; that beats guessing from tool names
+    (Claude Code's ATIF, for one, carries no system prompt to tell it from OpenCode).
+    """
+    meta = record.get("meta_info")
+    info = meta.get("unique_info") if isinstance(meta, Mapping) else None
+    metadata = info.get("_instance_metadata") if isinstance(info, Mapping) else None
+    hint = metadata.get("scaffold") if isinstance(metadata, Mapping) else None
+    return hint if hint in SCAFFOLDS else None
+
+
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
@@ -87,24 +100,27 @@ def score_trajectory(trajectory: Trajectory) -> dict[str, Any]:
 
 
 def score_record(record: Mapping[str, Any], scaffold: str | None = None) -> dict[str, Any] | None:
-    """The `_score` dict of a main-agent record; None for a subagent record."""
+    """The `_score` dict of a main-agent record; None for a subagent record.
+
+    The scaffold is, in order: the one given, the record's own hint, detection by tools.
+    """
     if is_subagent(record):
         return None
-    return score_trajectory(build_trajectory(record, scaffold))
+    return score_trajectory(build_trajectory(record, scaffold or scaffold_hint(record)))
 
 
 def count_tool_call_errors(
     record: Mapping[str, Any], scaffold: str | None = None
 ) -> tuple[int, int]:
     """(tool calls, erroneous tool calls) of one record, subagents included (§13)."""
-    return tool_call_errors(build_trajectory(record, scaffold))
+    return tool_call_errors(build_trajectory(record, scaffold or scaffold_hint(record)))
 
 
 def score_and_count(
     record: Mapping[str, Any], scaffold: str | None = None
 ) -> tuple[dict[str, Any] | None, int, int]:
     """`score_record` and `count_tool_call_errors` from one pass over the record."""
-    trajectory = build_trajectory(record, scaffold)
+    trajectory = build_trajectory(record, scaffold or scaffold_hint(record))
     score = None if is_subagent(record) else score_trajectory(trajectory)
     return (score, *tool_call_errors(trajectory))
 
