@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pipelines import score_command
+from pipelines import convert_command, score_command
 
 __all__ = ["build_parser", "main"]
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     score_command.add_parser(subcommands)
+    convert_command.add_parser(subcommands)
     return parser
 
 

@@ -12,7 +12,6 @@ a rerun. Blank lines are skipped silently and only counted. Both files are writt
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pipelines.jsonl import JsonlWriter, LineError, is_blank, iter_lines, parse_line
+from pipelines.outputs import CommandError, atomic_jsonl_outputs, rejects_path
 from pipelines.progress import Progress
 from pipelines.score_summary import ScoreStats
 from scorers import tqs_v2
@@ -30,14 +30,6 @@ __all__ = ["CommandError", "ScoreOptions", "add_parser", "rejects_path", "run", 
 PROG = "trajcurate score"
 RAW_LIMIT = 2000  # characters of a rejected line kept in the rejects file
 STDERR_REJECT_LIMIT = 100  # rejects echoed on stderr; the rest only go to the rejects file
-
-
-class CommandError(Exception):
-    """A run that cannot complete; `exit_code` 2 = usage / I/O, 1 = `--strict` reject."""
-
-    def __init__(self, message: str, exit_code: int = 2) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 class _Rejected(Exception):
@@ -88,28 +80,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def rejects_path(output: Path) -> Path:
-    """`out/scored.jsonl` -> `out/scored.rejects.jsonl` (other names just get the suffix)."""
-    stem = output.name.removesuffix(".jsonl")
-    return output.with_name(stem + ".rejects.jsonl")
-
-
 def score_files(options: ScoreOptions, stderr: TextIO) -> ScoreStats:
     """Score every input line into `options.output`; return the run's stats."""
     _check_paths(options)
     outputs = (options.output, rejects_path(options.output))
-    partials = tuple(path.with_name(path.name + ".partial") for path in outputs)
-    try:
-        with JsonlWriter(partials[0]) as records, JsonlWriter(partials[1]) as rejects:
-            state = _Run(options, records, rejects, stderr)
-            for path in options.inputs:
-                for line_number, raw in _read(path):
-                    state.handle(path, line_number, raw)
-        for partial, final in zip(partials, outputs, strict=True):
-            os.replace(partial, final)
-    finally:
-        for partial in partials:
-            partial.unlink(missing_ok=True)
+    with atomic_jsonl_outputs(*outputs) as (records, rejects):
+        state = _Run(options, records, rejects, stderr)
+        for path in options.inputs:
+            for line_number, raw in _read(path):
+                state.handle(path, line_number, raw)
     return state.stats
 
 

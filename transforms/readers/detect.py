@@ -1,0 +1,150 @@
+"""Which reader a path needs, decided by content (the file name only breaks ties).
+
+Only the head of a file is read (64 KiB), so detection stays cheap on huge inputs. An input
+trajcurate does not read gets a one-line `ReaderError` naming what it looks like and the
+supported formats.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from transforms.readers.bundle import ReaderError
+from transforms.readers.registry import FORMATS
+
+HEAD_BYTES = 64 * 1024
+_CLAUDE_CODE_EVENTS = frozenset(
+    "user assistant system summary queue-operation attachment last-prompt "
+    "file-history-snapshot".split()
+)
+_OPENCODE_EVENTS = frozenset("user step_start text reasoning tool_use step_finish error".split())
+_ATIF = re.compile(rb'"schema_version"\s*:\s*"ATIF-')
+# Formats known by sight that trajcurate does not read: (pattern on the head, description).
+_KNOWN_UNSUPPORTED = (
+    (re.compile(rb'"projectHash"|"type"\s*:\s*"gemini"'), "a Gemini CLI session"),
+    (re.compile(rb'"transcript_groups"|"transcripts"\s*:'), "a Docent agent_run export"),
+)
+
+
+def supported() -> str:
+    return ", ".join(FORMATS)
+
+
+def unsupported(path: Path, looks_like: str) -> ReaderError:
+    return ReaderError(f"unsupported input: {looks_like}; supported formats: {supported()}")
+
+
+def detect_format(path: Path) -> str:
+    """The registry name of the reader for `path`, or `ReaderError` saying why none fits."""
+    if path.is_dir():
+        if looks_like_harbor(path):
+            return "harbor"
+        raise unsupported(path, "a folder that is not a Harbor job, jobs folder or trial")
+    head = _read_head(path)
+    text = head.lstrip()
+    if not text:
+        raise unsupported(path, "an empty file")
+    if text[:1] == b"[":
+        return _detect_array(path, head)
+    if text[:1] != b"{":
+        raise unsupported(path, "neither JSON nor JSON Lines")
+    first_line = _first_object(text)
+    if isinstance(first_line, dict):
+        by_keys = _detect_object(first_line, path)
+        if by_keys:
+            return by_keys
+    return _detect_document(path, head)
+
+
+def looks_like_harbor(folder: Path) -> bool:
+    """A trial (result.json or agent/), a job (trial subfolders), or a folder of jobs."""
+    if _is_trial(folder):
+        return True
+    children = _subfolders(folder)
+    if any(_is_trial(c) for c in children):
+        return True
+    return any(_is_trial(g) for c in children for g in _subfolders(c))
+
+
+def _is_trial(folder: Path) -> bool:
+    if (folder / "agent").is_dir() or (folder / "verifier").is_dir():
+        return True
+    result = folder / "result.json"
+    try:
+        with open(result, "rb") as handle:
+            return b'"trial_name"' in handle.read(HEAD_BYTES)
+    except OSError:
+        return False
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_dir())
+    except OSError:
+        return []
+
+
+def _read_head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except OSError as exc:
+        raise ReaderError(f"cannot read: {exc.strerror or exc}") from None
+    if b"\x00" in head:
+        raise unsupported(path, "a binary file")
+    return head
+
+
+def _first_object(text: bytes) -> Any:
+    line = text.split(b"\n", 1)[0]
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _detect_object(obj: dict[str, Any], path: Path) -> str | None:
+    keys = obj.keys()
+    if {"version", "meta_info", "messages"} <= keys:
+        return "im"
+    if isinstance(obj.get("schema_version"), str) and obj["schema_version"].startswith("ATIF"):
+        return "atif"
+    kind = obj.get("type")
+    if kind in _CLAUDE_CODE_EVENTS and keys & {"sessionId", "uuid", "parentUuid"}:
+        return "claude-code"
+    if kind in _OPENCODE_EVENTS and keys & {"sessionID", "part"}:
+        return "opencode"
+    if "trajectory" in keys and keys & {"history", "info", "environment"}:
+        return "swe-agent"
+    if "messages" in keys and "info" in keys:
+        return "mini-swe-agent"
+    return None
+
+
+def _detect_document(path: Path, head: bytes) -> str:
+    if _ATIF.search(head):
+        return "atif"
+    for pattern, description in _KNOWN_UNSUPPORTED:
+        if pattern.search(head):
+            raise unsupported(path, description)
+    if re.search(rb'"trajectory"\s*:\s*\[', head) and re.search(rb'"(history|info)"\s*:', head):
+        return "swe-agent"
+    if re.search(rb'"messages"\s*:\s*\[', head) and (
+        re.search(rb'"info"\s*:', head) or path.name.endswith(".traj.json")
+    ):
+        return "mini-swe-agent"
+    if path.suffix == ".traj":
+        return "swe-agent"
+    raise unsupported(path, "a JSON document of unknown shape")
+
+
+def _detect_array(path: Path, head: bytes) -> str:
+    if re.search(rb'"action"\s*:', head) and re.search(rb'"source"\s*:', head):
+        return "openhands"
+    if re.search(rb'"role"\s*:', head) and re.search(rb'"content"\s*:', head):
+        return "mini-swe-agent"
+    raise unsupported(path, "a JSON array of unknown items")
