@@ -143,12 +143,12 @@ class _Run:
         stats.by_outcome[result] += 1
         where = (bundle["source"], bundle["format"], bundle["instance_id"])
         if not bundle["records"]:
-            reason = next(iter(bundle["warnings"]), "no records")
-            self.reject("read", *where, reason.removeprefix("rejected: "))
+            first = next(iter(bundle["warnings"]), "no records")
+            self.reject("read", *where, first.removeprefix("rejected: "))
         elif problem := bundle_problem(bundle["records"]):
             self.reject("validate", *where, problem)
-        elif reason := gate_reason(result, self.args.instance_status):
-            self.reject("gate", *where, reason)
+        elif dropped := gate_reason(result, self.args.instance_status):
+            self.reject("gate", *where, dropped)
         else:
             self._write(bundle)
         self.progress.update(stats.bundles)
