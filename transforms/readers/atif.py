@@ -1,0 +1,380 @@
+"""ATIF trajectories (formats.md §2) -> IM records: the main agent first, then its subagents.
+
+`read` takes a standalone `trajectory.json`; Harbor's trial reader calls `records_from_atif`
+for `agent/trajectory.json`. Both follow continuations (`continued_trajectory_ref`, sibling
+`trajectory.cont-<n>.json`) and turn the three subagent forms into subagent records of the
+same instance: referenced files (`subagent_trajectory_ref[].trajectory_path`), embedded
+`subagent_trajectories[]` (matched by `trajectory_id`), and Claude Code's flattened
+`extra.is_sidechain` steps. Problems with referenced files are warnings, never crashes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from transforms.readers.atif_files import (
+    CONTINUATION_NAME,
+    load_continuations,
+    load_document,
+    resolve_inside,
+    shown_path,
+)
+from transforms.readers.atif_messages import Message, is_terminus, steps_to_messages
+from transforms.readers.bundle import Bundle, ReaderError, new_bundle
+from transforms.readers.im_builder import build_im_record, date_of, scaffold_for_agent
+
+__all__ = ["read", "records_from_atif"]
+
+MAX_SUBAGENT_DEPTH = 8
+# ATIF final_metrics key -> Harbor agent_result key (the `_usage` vocabulary).
+USAGE_KEYS = {
+    "total_prompt_tokens": "n_input_tokens",
+    "total_cached_tokens": "n_cache_tokens",
+    "total_completion_tokens": "n_output_tokens",
+    "total_cost_usd": "cost_usd",
+}
+_STEP_USAGE_KEYS = {
+    "prompt_tokens": "n_input_tokens",
+    "cached_tokens": "n_cache_tokens",
+    "completion_tokens": "n_output_tokens",
+    "cost_usd": "cost_usd",
+}
+
+
+@dataclass
+class _Trajectory:
+    """One converted trajectory: the messages of one record and what the record needs."""
+
+    messages: list[Message]
+    agent: dict[str, Any]
+    usage: dict[str, Any]
+    tools: list[dict[str, Any]] | None  # None: rebuild from the calls seen
+    info: dict[str, Any] = field(default_factory=dict)  # how a subagent was found
+    first_timestamp: Any = None
+
+
+def read(path: Path) -> Iterator[Bundle]:
+    """One bundle for a standalone ATIF file (rewards unknown: None)."""
+    path = Path(path)
+    if path.is_dir():
+        if not (path / "trajectory.json").is_file():
+            raise ReaderError(f"{path}: no trajectory.json in this folder")
+        path = path / "trajectory.json"
+    continued = CONTINUATION_NAME.search(path.name)
+    if (
+        continued
+        and (main_file := path.with_name(path.name[: continued.start()] + ".json")).exists()
+    ):
+        raise ReaderError(f"{path}: a continuation of {main_file.name}; read that file instead")
+    doc = load_document(path, str(path))
+    instance_id = str(doc.get("session_id") or path.name.removesuffix(".json"))
+    metadata = {"source_file": str(path)}
+    records, warnings = _records(doc, path, path.parent.resolve(), instance_id, metadata, {})
+    main = records[0]["meta_info"]["unique_info"]
+    yield new_bundle(
+        instance_id,
+        str(path),
+        "atif",
+        records,
+        metadata=main["_instance_metadata"],
+        usage=main["_usage"],
+        warnings=warnings,
+    )
+
+
+def records_from_atif(
+    path: Path,
+    root: Path,
+    instance_id: str,
+    metadata: Mapping[str, Any],
+    usage: Mapping[str, Any],
+    *,
+    agent: Mapping[str, Any] | None = None,
+    query_source: str = "atif",
+    date: str | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """(IM records main-first, warnings) for the ATIF file `path` inside the folder `root`.
+
+    `metadata` / `usage` come from the caller (Harbor's result.json); usage it lacks is filled
+    from the trajectory's final metrics. `agent` = {name, version, model} fills what the
+    trajectory's own `agent` block lacks. `ReaderError` if the main file cannot be used.
+    """
+    root = root.resolve()
+    resolved = Path(path).resolve()
+    if not resolved.is_relative_to(root):
+        raise ReaderError(f"refused trajectory path {str(path)!r}: it resolves outside {root}")
+    doc = load_document(resolved, shown_path(resolved, root))
+    return _records(doc, resolved, root, instance_id, metadata, usage, agent, query_source, date)
+
+
+def _records(
+    doc: dict[str, Any],
+    path: Path,
+    root: Path,
+    instance_id: str,
+    metadata: Mapping[str, Any],
+    usage: Mapping[str, Any],
+    agent: Mapping[str, Any] | None = None,
+    query_source: str = "atif",
+    date: str | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    warnings: list[str] = []
+    converter = _Converter(root.resolve(), warnings)
+    main = converter.convert(doc, path.resolve(), depth=0, fallback_agent=agent or {})
+    instance_metadata = dict(metadata)
+    instance_metadata["atif_schema_version"] = doc.get("schema_version")
+    instance_metadata["warnings"] = [*instance_metadata.get("warnings", []), *warnings]
+    main_usage = {k: v for k, v in usage.items() if v is not None}
+    for key, value in main.usage.items():
+        main_usage.setdefault(key, value)
+    record_date = date or date_of(main.first_timestamp)
+    scaffold = scaffold_for_agent(main.agent.get("name"))
+
+    def build(trajectory: _Trajectory, agent_type: str, record_usage: Mapping[str, Any]) -> Any:
+        record_metadata = dict(instance_metadata)
+        if agent_type == "subagent":
+            if scaffold:
+                record_metadata["scaffold"] = scaffold
+            record_metadata["subagent"] = trajectory.info
+        return build_im_record(
+            trajectory.messages,
+            instance_id=instance_id,
+            agent_type=agent_type,
+            tools=trajectory.tools,
+            rebuild_tools=trajectory.tools is None,
+            agent=trajectory.agent,
+            metadata=record_metadata,
+            usage=record_usage,
+            query_source=query_source,
+            date=record_date,
+        )
+
+    records = [build(main, "main", main_usage)]
+    records.extend(build(sub, "subagent", sub.usage) for sub in converter.subagents)
+    return records, warnings
+
+
+class _Converter:
+    """Converts one instance's trajectories, collecting subagents and warnings on the way."""
+
+    def __init__(self, root: Path, warnings: list[str]) -> None:
+        self.root = root
+        self.warnings = warnings
+        self.subagents: list[_Trajectory] = []
+        self.seen_files: set[Path] = set()
+        self.seen_embedded: set[str] = set()
+
+    def convert(
+        self,
+        doc: Mapping[str, Any],
+        path: Path,
+        *,
+        depth: int,
+        fallback_agent: Mapping[str, Any],
+        terminus_parent: bool = False,
+        info: dict[str, Any] | None = None,
+        follow_continuations: bool = True,
+    ) -> _Trajectory:
+        label = str(info.get("trajectory_path") or info.get("trajectory_id")) if info else ""
+        label = label or shown_path(path, self.root)
+        self.seen_files.add(path)
+        segments = [doc]
+        if follow_continuations:
+            segments += load_continuations(doc, path, self.root, self.seen_files, self.warnings)
+        steps = [s for segment in segments for s in segment.get("steps") or []]
+        agent = _agent_of(doc.get("agent"), fallback_agent)
+        terminus = terminus_parent or is_terminus(agent["name"])
+        main_steps, sidechains = _split_sidechains(steps)
+        trajectory = _Trajectory(
+            messages=steps_to_messages(
+                main_steps, terminus=terminus, label=label, warnings=self.warnings
+            ),
+            agent=agent,
+            usage=_usage_of(segments, main_steps),
+            tools=[] if terminus else _tool_definitions(doc.get("agent")),
+            info=info or {},
+            first_timestamp=next(
+                (s.get("timestamp") for s in steps if isinstance(s, Mapping)), None
+            ),
+        )
+        self._subagents(segments, main_steps, path, depth, agent, terminus)
+        for sidechain_id, side_steps in sidechains.items():
+            self.subagents.append(
+                _Trajectory(
+                    messages=steps_to_messages(
+                        side_steps,
+                        terminus=terminus,
+                        label=f"{label} sidechain {sidechain_id}",
+                        warnings=self.warnings,
+                    ),
+                    agent=agent,
+                    usage=_usage_of([], side_steps),
+                    tools=trajectory.tools,
+                    info={"sidechain_id": sidechain_id},
+                    first_timestamp=side_steps[0].get("timestamp"),
+                )
+            )
+        return trajectory
+
+    def _subagents(
+        self,
+        segments: list[Mapping[str, Any]],
+        steps: list[Mapping[str, Any]],
+        path: Path,
+        depth: int,
+        agent: Mapping[str, Any],
+        terminus: bool,
+    ) -> None:
+        embedded: dict[str, Mapping[str, Any]] = {}
+        for segment in segments:
+            for sub in segment.get("subagent_trajectories") or []:
+                if isinstance(sub, Mapping):
+                    key = str(sub.get("trajectory_id") or sub.get("session_id") or len(embedded))
+                    embedded.setdefault(key, sub)
+        if depth >= MAX_SUBAGENT_DEPTH and (embedded or any(True for _ in _refs(steps))):
+            self.warnings.append(f"{path.name}: subagents nested deeper than {depth} ignored")
+            return
+        kwargs = {"depth": depth + 1, "fallback_agent": agent, "terminus_parent": terminus}
+        for ref in _refs(steps):
+            trajectory_id = str(ref.get("trajectory_id") or "")
+            if trajectory_id and trajectory_id in embedded:
+                self._embedded(trajectory_id, embedded[trajectory_id], path, kwargs)
+            elif ref.get("trajectory_path"):
+                self._referenced_file(ref, path, kwargs)
+            elif trajectory_id not in self.seen_embedded:
+                name = trajectory_id or ref.get("session_id")
+                self.warnings.append(
+                    f"subagent {name!r} has neither a trajectory_path nor an embedded trajectory"
+                )
+        for trajectory_id, sub in embedded.items():
+            self._embedded(trajectory_id, sub, path, kwargs)
+
+    def _embedded(
+        self, trajectory_id: str, sub: Mapping[str, Any], path: Path, kwargs: dict[str, Any]
+    ) -> None:
+        if trajectory_id in self.seen_embedded:
+            return
+        self.seen_embedded.add(trajectory_id)
+        if not isinstance(sub.get("steps"), list):
+            self.warnings.append(f"embedded subagent {trajectory_id!r} has no steps list")
+            return
+        info = {"trajectory_id": trajectory_id, "session_id": sub.get("session_id")}
+        self.subagents.append(
+            self.convert(sub, path, info=info, follow_continuations=False, **kwargs)
+        )
+
+    def _referenced_file(self, ref: Mapping[str, Any], path: Path, kwargs: dict[str, Any]) -> None:
+        raw = ref["trajectory_path"]
+        target, refusal = resolve_inside(raw, path.parent, self.root)
+        if target is None:
+            self.warnings.append(f"{shown_path(path, self.root)}: {refusal}")
+            return
+        if target in self.seen_files:
+            return
+        if not target.is_file():
+            self.warnings.append(
+                f"subagent trajectory {raw} not found (referenced from {path.name})"
+            )
+            return
+        try:
+            doc = load_document(target, shown_path(target, self.root))
+        except ReaderError as exc:
+            self.warnings.append(f"subagent trajectory skipped: {exc}")
+            return
+        info = {
+            "trajectory_path": shown_path(target, self.root),
+            "session_id": ref.get("session_id") or doc.get("session_id"),
+        }
+        self.subagents.append(self.convert(doc, target, info=info, **kwargs))
+
+
+def _agent_of(raw: Any, fallback: Mapping[str, Any]) -> dict[str, Any]:
+    block = raw if isinstance(raw, Mapping) else {}
+    return {
+        "name": block.get("name") or fallback.get("name"),
+        "version": block.get("version") or fallback.get("version"),
+        "model": block.get("model_name") or fallback.get("model"),
+    }
+
+
+def _tool_definitions(raw_agent: Any) -> list[dict[str, Any]] | None:
+    """The agent's OpenAI tool schemas; None (= rebuild from calls) when it declares none."""
+    definitions = raw_agent.get("tool_definitions") if isinstance(raw_agent, Mapping) else None
+    tools = []
+    for definition in definitions or []:
+        if not isinstance(definition, Mapping):
+            continue
+        function = definition.get("function", definition)
+        if isinstance(function, Mapping) and function.get("name"):
+            tools.append({"type": "function", "function": dict(function)})
+    return tools or None
+
+
+def _split_sidechains(
+    steps: list[Any],
+) -> tuple[list[Mapping[str, Any]], dict[str, list[Mapping[str, Any]]]]:
+    """Claude Code's flattened subagent steps (`extra.is_sidechain`), grouped by agent id."""
+    main: list[Mapping[str, Any]] = []
+    sidechains: dict[str, list[Mapping[str, Any]]] = {}
+    for step in steps:
+        extra = step.get("extra") if isinstance(step, Mapping) else None
+        if isinstance(extra, Mapping) and extra.get("is_sidechain") is True:
+            key = next(
+                (str(extra[k]) for k in ("agent_id", "agentId", "sidechain_id") if extra.get(k)),
+                "sidechain",
+            )
+            sidechains.setdefault(key, []).append(step)
+        else:
+            main.append(step)
+    return main, sidechains
+
+
+def _refs(steps: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    for step in steps:
+        if not isinstance(step, Mapping) or step.get("is_copied_context") is True:
+            continue
+        observation = step.get("observation")
+        results = observation.get("results") if isinstance(observation, Mapping) else None
+        for result in results or []:
+            refs = result.get("subagent_trajectory_ref") if isinstance(result, Mapping) else None
+            if isinstance(refs, Mapping):
+                refs = [refs]
+            for ref in refs or []:
+                if isinstance(ref, Mapping):
+                    yield ref
+
+
+def _usage_of(segments: list[Mapping[str, Any]], steps: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Usage from the last `final_metrics` (Harbor writes cumulative totals, so the last
+    continuation holds the whole run); keys it lacks are summed from the step metrics."""
+    usage: dict[str, Any] = {}
+    for segment in reversed(segments):
+        metrics = segment.get("final_metrics")
+        if isinstance(metrics, Mapping) and any(metrics.get(k) is not None for k in USAGE_KEYS):
+            usage = {
+                ours: metrics[theirs]
+                for theirs, ours in USAGE_KEYS.items()
+                if _is_number(metrics.get(theirs))
+            }
+            break
+    for theirs, ours in _STEP_USAGE_KEYS.items():
+        if ours in usage:
+            continue
+        values = [
+            metrics[theirs]
+            for step in steps
+            if isinstance(step, Mapping)
+            and step.get("is_copied_context") is not True
+            and isinstance(metrics := step.get("metrics"), Mapping)
+            and _is_number(metrics.get(theirs))
+        ]
+        if values:
+            usage[ours] = sum(values)
+    return usage
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

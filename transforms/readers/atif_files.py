@@ -1,0 +1,122 @@
+"""Loading ATIF files safely: JSON documents, continuation chains, confined reference paths.
+
+A trajectory may name other files (continuations, subagent trajectories). Those paths are
+data, not trusted: they resolve only inside the trial folder (or, for a standalone file, its
+own folder). Absolute paths, `..` components and symlinks that lead outside are refused with
+a warning naming the path, and never opened.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import orjson
+
+from transforms.readers.bundle import ReaderError
+
+CONTINUATION_NAME = re.compile(r"\.cont-(\d+)\.json\Z")
+
+
+def load_document(path: Path, shown: str) -> dict[str, Any]:
+    """A trajectory JSON object, or `ReaderError` with a one-line reason naming `shown`."""
+    try:
+        data = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise ReaderError(f"{shown}: cannot read ({exc.strerror or exc})") from None
+    except orjson.JSONDecodeError as exc:
+        raise ReaderError(f"{shown}: corrupt JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ReaderError(f"{shown}: not a JSON object")
+    if not isinstance(data.get("steps"), list):
+        raise ReaderError(f"{shown}: not an ATIF trajectory (no steps list)")
+    return data
+
+
+def shown_path(path: Path, root: Path) -> str:
+    """`path` relative to the root when it is inside it (for messages), else as given."""
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def resolve_inside(raw: Any, base: Path, root: Path) -> tuple[Path | None, str | None]:
+    """(path, None) for a reference that stays inside `root`, else (None, refusal reason).
+
+    `base` is the folder of the referencing file; `root` must already be resolved.
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        return None, f"refused trajectory path {raw!r}: not a path"
+    posix = PurePosixPath(raw.replace("\\", "/"))
+    if posix.is_absolute() or Path(raw).is_absolute() or re.match(r"[A-Za-z]:", raw):
+        return None, f"refused trajectory path {raw!r}: absolute paths are not read"
+    if ".." in posix.parts:
+        return None, f"refused trajectory path {raw!r}: '..' leaves the trial folder"
+    candidate = base.joinpath(*posix.parts)
+    resolved = candidate.resolve()
+    if not resolved.is_relative_to(root):
+        return None, f"refused trajectory path {raw!r}: it resolves outside {root}"
+    return resolved, None
+
+
+def load_continuations(
+    doc: Mapping[str, Any], path: Path, root: Path, seen: set[Path], warnings: list[str]
+) -> list[dict[str, Any]]:
+    """Documents that continue `path`, in order: its `continued_trajectory_ref` chain, then
+    any sibling `<stem>.cont-<n>.json` the chain did not reach, in numeric order.
+
+    A missing, refused or corrupt continuation is a warning; the chain stops there.
+    """
+    loaded: list[dict[str, Any]] = []
+    current, current_doc = path, doc
+    while True:
+        ref = current_doc.get("continued_trajectory_ref")
+        if isinstance(ref, Mapping):
+            ref = ref.get("trajectory_path") or ref.get("path")
+        if not ref:
+            break
+        target, refusal = resolve_inside(ref, current.parent, root)
+        if target is None:
+            warnings.append(f"{shown_path(current, root)}: {refusal}")
+            break
+        if target in seen:
+            break
+        if not target.is_file():
+            warnings.append(f"continuation {ref} not found (referenced from {current.name})")
+            break
+        seen.add(target)
+        try:
+            current_doc = load_document(target, shown_path(target, root))
+        except ReaderError as exc:
+            warnings.append(str(exc))
+            break
+        current = target
+        loaded.append(current_doc)
+    if CONTINUATION_NAME.search(path.name):
+        return loaded
+    stem = path.name.removesuffix(".json")
+    siblings = sorted(
+        (int(m.group(1)), p)
+        for p in path.parent.glob(f"{_glob_escape(stem)}.cont-*.json")
+        if (m := CONTINUATION_NAME.search(p.name)) and p.name == f"{stem}.cont-{m.group(1)}.json"
+    )
+    for _, sibling in siblings:
+        target, refusal = resolve_inside(sibling.name, path.parent, root)
+        if target is None:
+            warnings.append(f"{shown_path(sibling, root)}: {refusal}")
+            continue
+        if target in seen:
+            continue
+        seen.add(target)
+        try:
+            loaded.append(load_document(target, shown_path(target, root)))
+        except ReaderError as exc:
+            warnings.append(str(exc))
+    return loaded
+
+
+def _glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)

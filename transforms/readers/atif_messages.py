@@ -1,0 +1,261 @@
+"""ATIF steps -> OpenAI-shaped messages, the input of `build_im_record` (formats.md §2, §4).
+
+An ATIF agent step holds the model turn *and* its tool results; IM wants an assistant message
+followed by one tool message per call. Terminus-2 is different: its model answers are JSON
+`{analysis, plan, commands, task_complete}` with no tools, so a step stored as "Analysis/Plan"
+text plus `bash_command` / `mark_task_complete` calls is turned back into that JSON answer and
+its observations come back as user messages.
+
+`normalise_roles` then makes the sequence a valid IM conversation: one leading system message,
+consecutive user (or assistant) turns merged, text after a tool result folded into it, and
+nothing after the last assistant message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from transforms.readers.im_builder import as_text, scaffold_for_agent
+
+Message = dict[str, Any]
+
+_ANALYSIS_PLAN = re.compile(
+    r"\s*Analysis:\s*(?P<analysis>.*?)(?:\n\s*Plan:\s*(?P<plan>.*))?\Z", re.S
+)
+_JOINER = "\n\n"
+
+
+def is_terminus(agent_name: str | None) -> bool:
+    """Terminus-2 (and its summarisation helpers, `terminus-2-summarization-*`)."""
+    if not agent_name:
+        return False
+    name = agent_name.strip().lower()
+    return scaffold_for_agent(name) == "terminus2" or name.startswith("terminus")
+
+
+def steps_to_messages(
+    steps: Iterable[Any], *, terminus: bool, label: str, warnings: list[str]
+) -> list[Message]:
+    """Convert ATIF steps; SFT rules drop copied context and `llm_call_count == 0` steps."""
+    messages: list[Message] = []
+    for step in steps:
+        if not isinstance(step, Mapping):
+            warnings.append(f"{label}: a step that is not an object was skipped")
+            continue
+        if step.get("is_copied_context") is True:
+            continue
+        source = step.get("source")
+        if source == "agent":
+            if step.get("llm_call_count") == 0:
+                continue
+            messages.extend(_agent_step(step, terminus, label, warnings))
+        elif source == "user":
+            messages.append({"role": "user", "content": as_text(step.get("message"))})
+        elif source == "system":
+            messages.extend(_system_step(step, messages, terminus))
+        else:
+            warnings.append(f"{label}: step {step.get('step_id')} has unknown source {source!r}")
+    return normalise_roles(messages)
+
+
+def _results(step: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    observation = step.get("observation")
+    results = observation.get("results") if isinstance(observation, Mapping) else None
+    return [r for r in results or [] if isinstance(r, Mapping)]
+
+
+def _calls(step: Mapping[str, Any]) -> list[Message]:
+    return [
+        {
+            "id": str(call.get("tool_call_id") or ""),
+            "name": str(call.get("function_name") or ""),
+            "arguments": call.get("arguments"),
+        }
+        for call in step.get("tool_calls") or []
+        if isinstance(call, Mapping)
+    ]
+
+
+def _agent_step(
+    step: Mapping[str, Any], terminus: bool, label: str, warnings: list[str]
+) -> list[Message]:
+    message = as_text(step.get("message"))
+    reasoning = as_text(step.get("reasoning_content"))
+    calls = _calls(step)
+    results = _results(step)
+    if terminus:
+        content = terminus_answer(message, calls, label, warnings) if calls else message
+        out: list[Message] = [
+            {"role": "assistant", "content": content, "reasoning_content": reasoning}
+        ]
+        observation = _JOINER.join(t for t in (as_text(r.get("content")) for r in results) if t)
+        if observation:
+            out.append({"role": "user", "content": observation})
+        return out
+    assistant: Message = {"role": "assistant", "content": message, "reasoning_content": reasoning}
+    if calls:
+        assistant["tool_calls"] = calls
+    return [assistant, *align_results(calls, results)]
+
+
+def align_results(calls: list[Message], results: list[Mapping[str, Any]]) -> list[Message]:
+    """One tool message per result, in the order of the calls they answer.
+
+    Results name their call by `source_call_id`; results without one answer the calls left
+    unanswered, in order; a result matching no call is still kept (after the others).
+    """
+    by_id: dict[str, list[Mapping[str, Any]]] = {}
+    anonymous: list[Mapping[str, Any]] = []
+    for result in results:
+        call_id = result.get("source_call_id")
+        if call_id:
+            by_id.setdefault(str(call_id), []).append(result)
+        else:
+            anonymous.append(result)
+    out: list[Message] = []
+    for call in calls:
+        matched = by_id.pop(call["id"], None) if call["id"] else None
+        if matched is None and anonymous:
+            matched = [anonymous.pop(0)]
+        for result in matched or []:
+            out.append(_tool_message(result, call["id"], call["name"]))
+    leftovers = [r for group in by_id.values() for r in group] + anonymous
+    for result in leftovers:
+        if as_text(result.get("content")) or result.get("source_call_id"):
+            out.append(_tool_message(result, str(result.get("source_call_id") or ""), ""))
+    return out
+
+
+def _tool_message(result: Mapping[str, Any], call_id: str, name: str) -> Message:
+    message: Message = {
+        "role": "tool",
+        "content": as_text(result.get("content")),
+        "tool_call_id": call_id,
+    }
+    if name:
+        message["name"] = name
+    return message
+
+
+def _system_step(step: Mapping[str, Any], so_far: list[Message], terminus: bool) -> list[Message]:
+    """Leading system steps are the system prompt; later ones (notes, compaction markers) are
+    dropped, but their observations are kept: as tool results of the last assistant's calls
+    when they answer one, otherwise as user messages."""
+    out: list[Message] = []
+    if all(m["role"] == "system" for m in so_far):
+        out.append({"role": "system", "content": as_text(step.get("message"))})
+    last = next((m for m in reversed(so_far) if m["role"] == "assistant"), None)
+    call_names = {c["id"]: c["name"] for c in (last or {}).get("tool_calls") or [] if c["id"]}
+    for result in _results(step):
+        content = as_text(result.get("content"))
+        call_id = str(result.get("source_call_id") or "")
+        if not terminus and call_id in call_names:
+            out.append(_tool_message(result, call_id, call_names[call_id]))
+        elif content:
+            out.append({"role": "user", "content": content})
+    return out
+
+
+def terminus_answer(message: str, calls: list[Message], label: str, warnings: list[str]) -> str:
+    """The Terminus-2 JSON answer a step stored as "Analysis/Plan" text plus tool calls.
+
+    A message that already is the JSON answer is kept as it is.
+    """
+    if _is_terminus_json(message):
+        return message
+    match = _ANALYSIS_PLAN.match(message)
+    analysis = (match.group("analysis") if match else message).strip()
+    plan = ((match.group("plan") if match else "") or "").strip()
+    commands: list[dict[str, Any]] = []
+    task_complete = False
+    for call in calls:
+        arguments = _arguments(call["arguments"])
+        if call["name"] == "bash_command":
+            commands.append(
+                {
+                    "keystrokes": arguments.get("keystrokes", ""),
+                    "duration": arguments.get("duration", 1.0),
+                }
+            )
+        elif call["name"] == "mark_task_complete":
+            task_complete = True
+        else:
+            warnings.append(f"{label}: Terminus-2 tool call {call['name']!r} is not a command")
+    answer = {"analysis": analysis, "plan": plan, "commands": commands}
+    answer["task_complete"] = task_complete
+    return json.dumps(answer, indent=2, ensure_ascii=False)
+
+
+def _is_terminus_json(message: str) -> bool:
+    text = message.strip()
+    if not text.startswith("{"):
+        return False
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(parsed, dict) and "commands" in parsed
+
+
+def _arguments(arguments: Any) -> Mapping[str, Any]:
+    if isinstance(arguments, str):
+        try:
+            arguments = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            return {}
+    return arguments if isinstance(arguments, Mapping) else {}
+
+
+def _join(first: str, second: str) -> str:
+    return _JOINER.join(part for part in (first, second) if part)
+
+
+def normalise_roles(messages: list[Message]) -> list[Message]:
+    """Make the order valid IM: system? user (assistant (tool* | user))* ... assistant."""
+    out: list[Message] = []
+    for message in messages:
+        role = message["role"]
+        prev = out[-1] if out else None
+        prev_role = prev["role"] if prev else None
+        if role == "system":
+            if prev is None:
+                out.append(message)
+            elif prev_role == "system" and len(out) == 1:
+                prev["content"] = _join(prev["content"], message["content"])
+            continue  # a system message after the conversation started is dropped
+        if (
+            prev is not None
+            and role in ("user", "tool")
+            and prev_role in ("user", "tool")
+            and not (role == "tool" and prev_role == "tool")
+        ):
+            # user text after a tool result, or a stray result after user text, is folded in
+            prev["content"] = _join(prev["content"], message["content"])
+            continue
+        if role == "tool" and prev_role in (None, "system"):
+            out.append({"role": "user", "content": message["content"]})
+            continue
+        if role == "assistant" and prev is not None and prev_role == "assistant":
+            _merge_assistant(prev, message)
+            continue
+        out.append(message)
+    if any(m["role"] == "assistant" for m in out):
+        while out[-1]["role"] != "assistant":
+            out.pop()
+    return out
+
+
+def _merge_assistant(into: Message, message: Message) -> None:
+    """Two model turns with nothing between them are one turn (one response split in two)."""
+    into["content"] = _join(into["content"], message["content"])
+    into["reasoning_content"] = _join(
+        into.get("reasoning_content") or "", message.get("reasoning_content") or ""
+    )
+    calls = [*(into.get("tool_calls") or []), *(message.get("tool_calls") or [])]
+    if calls:
+        into["tool_calls"] = calls
