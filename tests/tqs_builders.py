@@ -92,14 +92,16 @@ def tool(content: str, answering: ToolCall | None = None) -> Message:
     return message
 
 
-def step(calls: Sequence[ToolCall], outputs: Sequence[str] | None = None, text: str = "") -> Turn:
+def step(
+    calls: Sequence[ToolCall], outputs: Sequence[str] | None = None, text: str = ""
+) -> list[Message]:
     """An assistant message and one tool result per call (default "ok")."""
     results = ["ok"] * len(calls) if outputs is None else list(outputs)
     replies = [tool(out, c) for out, c in zip(results, calls, strict=False)]
     return [assistant(text, *calls), *replies]
 
 
-def bash_step(command: str, output: str = "ok", name: str = "Bash") -> Turn:
+def bash_step(command: str, output: str = "ok", name: str = "Bash") -> list[Message]:
     return step([call(name, command=command)], [output])
 
 
@@ -163,9 +165,7 @@ def terminus_answer(*keystrokes: str, task_complete: Any = False, analysis: str 
     return json.dumps({**answer, "task_complete": task_complete})
 
 
-def terminus_record(
-    answers: Sequence[str], observations: Sequence[str], **kwargs: Any
-) -> Record:
+def terminus_record(answers: Sequence[str], observations: Sequence[str], **kwargs: Any) -> Record:
     """Assistant answers (verbatim text) interleaved with terminal outputs (user messages).
 
     With one observation fewer than answers, the record ends on the last answer.

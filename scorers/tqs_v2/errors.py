@@ -78,6 +78,7 @@ _FAIL = RuleSet(
     rule(r"^(?:FAILED|ERROR) \S", "FAILED ", "ERROR "),
     rule(rf"\b{_N} failed", " failed"),
     rule(r"^(?:FAIL|ERROR):", "FAIL:", "ERROR:"),
+    rule(r"^--- FAIL:", "--- FAIL:"),
     rule(r"^FAIL\b", "FAIL"),
     rule(r"test result: FAILED", "test result: FAILED"),
     rule(r"^error(?:\[E\d+\])?:", "error"),
