@@ -62,15 +62,15 @@ def detect_format(path: Path) -> str:
 
 def looks_like_harbor(folder: Path) -> bool:
     """A trial (result.json or agent/), a job (trial subfolders), or a folder of jobs."""
-    if _is_trial(folder):
+    if is_trial(folder):
         return True
-    children = _subfolders(folder)
-    if any(_is_trial(c) for c in children):
+    children = subfolders(folder)
+    if any(is_trial(c) for c in children):
         return True
-    return any(_is_trial(g) for c in children for g in _subfolders(c))
+    return any(is_trial(g) for c in children for g in subfolders(c))
 
 
-def _is_trial(folder: Path) -> bool:
+def is_trial(folder: Path) -> bool:
     if (folder / "agent").is_dir() or (folder / "verifier").is_dir():
         return True
     result = folder / "result.json"
@@ -81,7 +81,7 @@ def _is_trial(folder: Path) -> bool:
         return False
 
 
-def _subfolders(folder: Path) -> list[Path]:
+def subfolders(folder: Path) -> list[Path]:
     try:
         return sorted(p for p in folder.iterdir() if p.is_dir())
     except OSError:

@@ -8,13 +8,14 @@ Terminus-2 summarisation subagents next to a `trajectory.json`) are not read twi
 
 from __future__ import annotations
 
+import glob
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from transforms.readers.bundle import ReaderError
-from transforms.readers.detect import detect_format, looks_like_harbor
+from transforms.readers.detect import detect_format, is_trial, looks_like_harbor, subfolders
 
 _PART_FILE = re.compile(r"^trajectory\.(?:cont-\d+|summarization-\d+-\w+)\.json$")
 
@@ -28,8 +29,22 @@ class ReadUnit:
     refusal: str | None = None
 
 
-def discover(paths: Iterable[Path], forced_format: str | None = None) -> Iterator[ReadUnit]:
+_GLOB_CHARS = frozenset("*?[")
+
+
+def expand_globs(paths: Iterable[Path]) -> Iterator[Path]:
+    """Paths as given; a path with glob characters becomes its sorted matches (or itself)."""
     for path in paths:
+        text = str(path)
+        if _GLOB_CHARS.isdisjoint(text):
+            yield path
+            continue
+        matches = sorted(glob.glob(text, recursive=True))
+        yield from (Path(m) for m in matches) if matches else (path,)
+
+
+def discover(paths: Iterable[Path], forced_format: str | None = None) -> Iterator[ReadUnit]:
+    for path in expand_globs(paths):
         if forced_format is not None:
             yield ReadUnit(path, forced_format)
         elif path.is_dir():
@@ -63,3 +78,25 @@ def _walk(folder: Path) -> Iterator[ReadUnit]:
 
 def _is_part_file(path: Path) -> bool:
     return bool(_PART_FILE.match(path.name)) and (path.parent / "trajectory.json").is_file()
+
+
+def harbor_trials(folder: Path) -> list[Path]:
+    """The trial folders of a trial, a job, or a folder of jobs, in sorted order."""
+    if is_trial(folder):
+        return [folder]
+    trials = []
+    for child in subfolders(folder):
+        if is_trial(child):
+            trials.append(child)
+        else:
+            trials.extend(g for g in subfolders(child) if is_trial(g))
+    return trials
+
+
+def discover_trials(paths: Iterable[Path], forced_format: str | None = None) -> Iterator[ReadUnit]:
+    """Like `discover`, with Harbor folders split into one unit per trial (for parallel reads)."""
+    for unit in discover(paths, forced_format):
+        if unit.format == "harbor" and unit.path.is_dir():
+            yield from (ReadUnit(trial, "harbor") for trial in harbor_trials(unit.path))
+        else:
+            yield unit

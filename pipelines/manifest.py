@@ -1,0 +1,177 @@
+"""After the pipeline: complete each job folder and write its manifest.
+
+The pipeline writes the data files and, per job, the counts it saw (`.counts.json`) and the
+LF reshapes (`.lf_reshapes.json`). Here the driver adds what only it knows — wall time,
+versions, the input signature — creates the empty files of a job that wrote nothing (so a
+job folder always has the full set), registers the LF files in `dataset_info.json`, and
+checks that every bundle is accounted for: in = written + rejected + dead-lettered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.config import RunConfig
+from pipelines.run_pipeline import COUNTS_FILE, RESHAPES_FILE
+from scorers.tqs_v2 import SCORER_NAME, SCORER_VERSION
+from transforms.readers.discover import expand_globs
+from transforms.sinks import layout
+from transforms.sinks.lf import dataset_info
+from transforms.sinks.lf_render import rendered_dataset_info_entry
+
+UNIT_STAGES = ("rejected.detect", "rejected.open", "dead_letter.discover", "dead_letter.open")
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def input_signature(config: RunConfig) -> str:
+    """A hash of every input file (path, size, mtime), the options and the scorer version."""
+    digest = hashlib.sha256()
+    digest.update(
+        orjson.dumps(
+            {k: v for k, v in config.public().items() if k != "beam_args"},
+            option=orjson.OPT_SORT_KEYS,
+        )
+    )
+    digest.update(f"{SCORER_NAME}/{SCORER_VERSION}/{_version('trajcurate')}".encode())
+    for path in sorted(_files(expand_globs(Path(p) for p in config.inputs))):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _files(paths: Iterable[Path]) -> Iterator[Path]:
+    for path in paths:
+        if path.is_dir():
+            for root, _dirs, names in os.walk(path):
+                yield from (Path(root) / name for name in names)
+        else:
+            yield path
+
+
+def previous_signature(output: str) -> str | None:
+    path = FileSystems.join(output, "manifest.json")
+    if not FileSystems.exists(path):
+        return None
+    try:
+        manifest = orjson.loads(layout.read_bytes(path))
+    except orjson.JSONDecodeError:
+        return None
+    value = manifest.get("input_signature") if isinstance(manifest, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def accounting(counts: dict[str, int]) -> dict[str, Any]:
+    units = sum(counts.get(stage, 0) for stage in UNIT_STAGES)
+    rejected = sum(v for k, v in counts.items() if k.startswith("rejected."))
+    dead = sum(v for k, v in counts.items() if k.startswith("dead_letter."))
+    seen = counts.get("read", 0) + units
+    written = counts.get("written", 0)
+    return {
+        "in": seen,
+        "written": written,
+        "rejected": rejected,
+        "dead_lettered": dead,
+        "balanced": seen == written + rejected + dead,
+    }
+
+
+def _job_names(output: str) -> list[str]:
+    pattern = FileSystems.join(output, "*", COUNTS_FILE)
+    matches = FileSystems.match([pattern])[0].metadata_list
+    return sorted(layout.basename(m.path.rsplit("/", 1)[0]) for m in matches)
+
+
+def _pop_json(path: str) -> dict[str, Any]:
+    if not FileSystems.exists(path):
+        return {}
+    value = orjson.loads(layout.read_bytes(path))
+    FileSystems.delete([path])
+    return value if isinstance(value, dict) else {}
+
+
+def _complete(folder: str, num_shards: int) -> list[str]:
+    """Create the files a job is owed but did not write; return every output file name."""
+    names = [
+        *layout.shard_names(layout.IM, num_shards),
+        *layout.shard_names(layout.LF, num_shards),
+        "rejects.jsonl",
+        "dead_letter.jsonl",
+    ]
+    for name in names:
+        path = f"{folder}/{name}"
+        if not FileSystems.exists(path):
+            empty = layout.json_array([]) if name.endswith(".json") else b""
+            layout.write_bytes(path, empty)
+    return names
+
+
+def finalize(config: RunConfig, signature: str, wall_seconds: float) -> dict[str, Any]:
+    """Write every job's manifest and dataset_info.json and the run manifest; return it."""
+    common = {
+        "trajcurate_version": _version("trajcurate"),
+        "beam_version": _version("apache-beam"),
+        "python": platform.python_version(),
+        "scorer": {"name": SCORER_NAME, "version": SCORER_VERSION},
+        "options": config.public(),
+        "input_signature": signature,
+        "wall_seconds": round(wall_seconds, 3),
+    }
+    jobs: dict[str, Any] = {}
+    for job in _job_names(config.output):
+        folder = layout.job_dir(config.output, job)
+        counts = _pop_json(f"{folder}/{COUNTS_FILE}")
+        reshapes = _pop_json(f"{folder}/{RESHAPES_FILE}")
+        files = _complete(folder, config.num_shards)
+        lf_files = layout.shard_names(layout.LF, config.num_shards)
+        _write_json(f"{folder}/dataset_info.json", _dataset_info(config, lf_files, job))
+        manifest = {
+            **common,
+            "job": job,
+            "counts": counts,
+            "accounting": accounting(counts),
+            "lf_reshapes": reshapes,
+            "outputs": sorted([*files, "lf.stats.json"]),
+        }
+        _write_json(f"{folder}/manifest.json", manifest)
+        jobs[job] = manifest
+    totals: dict[str, int] = {}
+    for manifest in jobs.values():
+        for key, value in manifest["counts"].items():
+            totals[key] = totals.get(key, 0) + value
+    run = {**common, "jobs": sorted(jobs), "counts": totals, "accounting": accounting(totals)}
+    _write_json(FileSystems.join(config.output, "manifest.json"), run)
+    return {"run": run, "jobs": jobs}
+
+
+def _dataset_info(config: RunConfig, lf_files: list[str], job: str) -> dict[str, Any]:
+    """LLaMA-Factory registration: sharegpt, or plain text when rendered by a chat template."""
+    if not config.chat_template_tokenizer:
+        return dataset_info(lf_files, job)
+    if len(lf_files) == 1:
+        return {job: rendered_dataset_info_entry(lf_files[0])}
+    return {f"{job}_{i:05d}": rendered_dataset_info_entry(f) for i, f in enumerate(lf_files)}
+
+
+def _write_json(path: str, value: Any) -> None:
+    layout.write_bytes(
+        path, orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+    )

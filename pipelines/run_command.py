@@ -1,0 +1,108 @@
+"""`trajcurate run`: the Beam pipeline from trajectories to IM / LF / stats per job.
+
+Apache Beam is imported only when a run starts, so the rest of the CLI stays light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pipelines.config import ConfigError, RunConfig, add_run_arguments, config_from_args
+from transforms.readers.discover import expand_globs
+
+PROG = "trajcurate run"
+
+
+def add_parser(subcommands: Any) -> None:
+    parser: argparse.ArgumentParser = subcommands.add_parser(
+        "run",
+        help="run the pipeline: trajectories -> IM / LF / stats per job",
+        description=(
+            "Run the trajcurate Beam pipeline. Options the parser does not know are passed "
+            "to Beam (e.g. --runner DataflowRunner --project P, --direct_num_workers 2)."
+        ),
+    )
+    add_run_arguments(parser)
+    parser.set_defaults(handler=run, accepts_beam_args=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = config_from_args(args, list(getattr(args, "beam_args", [])))
+        _check_inputs(config)
+    except ConfigError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    return execute(config)
+
+
+def _check_inputs(config: RunConfig) -> None:
+    for given in config.inputs:
+        if "://" in given:
+            continue
+        matched = list(expand_globs([Path(given)]))
+        if not any(p.exists() for p in matched):
+            raise ConfigError(f"--input: {given} matches nothing")
+
+
+def execute(config: RunConfig) -> int:
+    """Run the pipeline for `config`, finalize the outputs, print the summary; exit code."""
+    _quiet_beam_logging()
+    from pipelines.manifest import finalize, input_signature, previous_signature
+
+    signature = input_signature(config)
+    if config.skip_unchanged and previous_signature(config.output) == signature:
+        print(f"{PROG}: inputs, options and scorer unchanged since the last run: nothing to do")
+        return 0
+    from pipelines.run_pipeline import build
+    from pipelines.runner import make_pipeline
+
+    started = time.monotonic()
+    pipeline = make_pipeline(config.beam_args)
+    build(pipeline, config)
+    result = pipeline.run()
+    result.wait_until_finish()
+    wall = time.monotonic() - started
+    if _is_dry_run(pipeline):
+        print(f"{PROG}: dry run: the job was translated for its runner and not submitted")
+        return 0
+    summary = finalize(config, signature, wall)
+    print(render_summary(summary, config.output, wall))
+    return 0 if summary["run"]["accounting"]["balanced"] else 1
+
+
+def _is_dry_run(pipeline: Any) -> bool:
+    return bool(pipeline.options.get_all_options().get("dry_run"))
+
+
+def _quiet_beam_logging() -> None:
+    logging.getLogger().setLevel(logging.ERROR)
+    for name in ("apache_beam", "root"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def render_summary(summary: dict[str, Any], output: str, wall: float) -> str:
+    header = (
+        f"{'job':<28} {'in':>7} {'written':>8} {'rejected':>9} {'dead':>6} {'main':>6} {'sub':>6}"
+    )
+    lines = [header, "-" * len(header)]
+    rows = [(job, m["counts"], m["accounting"]) for job, m in sorted(summary["jobs"].items())]
+    rows.append(("TOTAL", summary["run"]["counts"], summary["run"]["accounting"]))
+    for job, counts, acc in rows:
+        lines.append(
+            f"{job[:28]:<28} {acc['in']:>7} {acc['written']:>8} {acc['rejected']:>9} "
+            f"{acc['dead_lettered']:>6} {counts.get('records.main', 0):>6} "
+            f"{counts.get('records.subagent', 0):>6}"
+        )
+    balanced = summary["run"]["accounting"]["balanced"]
+    lines.append(f"in = written + rejected + dead-lettered: {'yes' if balanced else 'NO'}")
+    lines.append(
+        f"outputs: {output}/<job>/ (im, lf, lf.stats.json, rejects, dead_letter, manifest)"
+    )
+    lines.append(f"wall time: {wall:.1f} s")
+    return "\n".join(lines)

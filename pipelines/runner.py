@@ -1,0 +1,48 @@
+"""Pipeline options and the local runner.
+
+Beam 2.77's DirectRunner first tries the Prism runner, which downloads a binary; offline
+that fails, falls back, and leaves an empty temp folder behind on every run. When the user
+asks for no runner or for the DirectRunner, trajcurate goes straight to the in-process
+FnApiRunner that the DirectRunner falls back to anyway: fast, clean, no network. It still
+honours `--direct_num_workers` and `--direct_running_mode` (in_memory, multi_threading,
+multi_processing). Any other `--runner` (DataflowRunner, FlinkRunner, ...) is used as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
+
+
+def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
+    options = PipelineOptions(list(beam_args))
+    return options
+
+
+def local_runner(options: PipelineOptions) -> Any:
+    """The in-process runner, provisioned with the options as the DirectRunner would."""
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    provision = fn_runner.ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
+    )
+    return fn_runner.FnApiRunner(provision_info=provision)
+
+
+def is_local(options: PipelineOptions) -> bool:
+    return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
+
+
+def make_pipeline(beam_args: Sequence[str]) -> beam.Pipeline:
+    options = pipeline_options(beam_args)
+    if is_local(options):
+        return beam.Pipeline(runner=local_runner(options), options=options)
+    return beam.Pipeline(options=options)

@@ -1,0 +1,1 @@
+"""Output writers: IM, LLaMA-Factory, stats, rejects, dead letters, manifests."""

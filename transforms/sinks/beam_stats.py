@@ -1,0 +1,62 @@
+"""`lf.stats.json` as a Beam CombineFn over written bundles (per job and for the run)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import apache_beam as beam
+
+from transforms.sinks.stats import ESTIMATE_METHOD, Stats, Tokenizer, token_count, tokenizer_method
+
+
+def load_tokenizer(path: str) -> Tokenizer:
+    """A local Hugging Face tokenizer (never downloaded); needs `transformers` installed."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError as exc:
+        raise RuntimeError("--tokenizer needs the `transformers` package installed") from exc
+    tokenizer: Tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return tokenizer
+
+
+class StatsCombineFn(beam.CombineFn):
+    """Adds every record of each bundle to a mergeable `Stats`; outputs its JSON object."""
+
+    def __init__(self, tokenizer_path: str | None = None) -> None:
+        self.tokenizer_path = tokenizer_path
+        self._tokenizer: Tokenizer | None = None
+
+    def setup(self) -> None:
+        if self.tokenizer_path:
+            self._tokenizer = load_tokenizer(self.tokenizer_path)
+
+    def _method(self) -> str:
+        return tokenizer_method(self.tokenizer_path) if self.tokenizer_path else ESTIMATE_METHOD
+
+    def create_accumulator(self) -> Stats:
+        return Stats(self._method())
+
+    def add_input(self, stats: Stats, bundle: dict[str, Any]) -> Stats:
+        if self.tokenizer_path and self._tokenizer is None:
+            self._tokenizer = load_tokenizer(self.tokenizer_path)
+        records = bundle["records"]
+        counts = bundle.get("tool_call_counts") or [[0, 0]] * len(records)
+        main_scaffold = next(
+            (r["meta_info"]["unique_info"]["_score"] or {} for r in records), {}
+        ).get("scaffold")
+        for record, (calls, errors) in zip(records, counts, strict=True):
+            score = record["meta_info"]["unique_info"].get("_score")
+            scaffold = (score or {}).get("scaffold") or main_scaffold
+            tokens = token_count(record, self._tokenizer)
+            stats.add(record, score, calls, errors, scaffold, tokens)
+        return stats
+
+    def merge_accumulators(self, accumulators: Iterable[Stats]) -> Stats:
+        merged: Stats | None = None
+        for stats in accumulators:
+            merged = stats if merged is None else merged.merge(stats)
+        return merged if merged is not None else self.create_accumulator()
+
+    def extract_output(self, stats: Stats) -> dict[str, Any]:
+        return stats.to_json()
