@@ -120,7 +120,8 @@ def test_claude_code_keeps_identity_and_rebuilds_tools(shared_dir: Path) -> None
         "version": "2.1.178",
         "model": "claude-opus-4-6",
     }
-    assert bundle["instance_id"] == "aab22f64-0a24-4409-adf3-1dda6e637e7d"
+    assert bundle["instance_id"] == "trajectory_fail"  # standalone: named after the file
+    assert metadata["session_id"] == "aab22f64-0a24-4409-adf3-1dda6e637e7d"
     names = [t["function"]["name"] for t in record["tools"]]
     assert names == [
         "Read",

@@ -23,7 +23,7 @@ from transforms.readers.atif_files import (
     shown_path,
 )
 from transforms.readers.atif_messages import Message, is_terminus, steps_to_messages
-from transforms.readers.bundle import Bundle, ReaderError, new_bundle
+from transforms.readers.bundle import Bundle, ReaderError, new_bundle, standalone_instance_id
 from transforms.readers.im_builder import build_im_record, date_of, scaffold_for_agent
 
 __all__ = ["read", "records_from_atif"]
@@ -70,8 +70,8 @@ def read(path: Path) -> Iterator[Bundle]:
     ):
         raise ReaderError(f"{path}: a continuation of {main_file.name}; read that file instead")
     doc = load_document(path, str(path))
-    instance_id = str(doc.get("session_id") or path.name.removesuffix(".json"))
-    metadata = {"source_file": str(path)}
+    instance_id = standalone_instance_id(path)
+    metadata = {"source_file": str(path), "session_id": doc.get("session_id")}
     records, warnings = _records(doc, path, path.parent.resolve(), instance_id, metadata, {})
     main = records[0]["meta_info"]["unique_info"]
     yield new_bundle(

@@ -18,6 +18,7 @@ A bundle is a plain dict (cheap to pickle between Beam stages):
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, TypedDict
 
 
@@ -70,3 +71,24 @@ def main_record(bundle: Bundle) -> dict[str, Any] | None:
         if record["meta_info"]["unique_info"].get("_agent_type", "main") == "main":
             return record
     return None
+
+
+_GENERIC_STEMS = frozenset({"trajectory", "session", "events", "log", "agent"})
+_SUFFIXES = (".json", ".jsonl", ".traj", ".trajectory")
+
+
+def standalone_instance_id(path: Path) -> str:
+    """An instance id for a file outside Harbor: its name without format suffixes, or its
+    folder's name when the file name is generic (`…/timeout/trajectory.json` -> `timeout`).
+
+    Session ids are not used: sample and golden files often share a placeholder one.
+    """
+    stem = path.name
+    while True:
+        for suffix in _SUFFIXES:
+            if stem.endswith(suffix) and len(stem) > len(suffix):
+                stem = stem[: -len(suffix)]
+                break
+        else:
+            break
+    return path.parent.name if stem in _GENERIC_STEMS and path.parent.name else stem
