@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_OUT := out/demo/scored.jsonl
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test lint bench bench-convert clean
 
 venv: $(STAMP)
 
@@ -32,6 +32,9 @@ test: lint
 
 bench: venv
 	$(BIN)/python benchmarks/bench_score.py --cases $(SHARED)/data/reference-scored/cases.jsonl
+
+bench-convert: venv
+	$(BIN)/python benchmarks/bench_convert.py --job $(SHARED)/data/composed/jobs/2026-06-16__12-00-00
 
 clean:
 	rm -rf out build .pytest_cache .mypy_cache .ruff_cache .hypothesis
