@@ -140,6 +140,7 @@ def finalize(config: RunConfig, signature: str, wall_seconds: float) -> dict[str
         folder = layout.job_dir(config.output, job)
         counts = _pop_json(f"{folder}/{COUNTS_FILE}")
         reshapes = _pop_json(f"{folder}/{RESHAPES_FILE}")
+        layout.remove_parts_folder(config.output, job)
         files = _complete(folder, config.num_shards)
         lf_files = layout.shard_names(layout.LF, config.num_shards)
         _write_json(f"{folder}/dataset_info.json", _dataset_info(config, lf_files, job))

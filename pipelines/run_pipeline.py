@@ -20,7 +20,7 @@ from pipelines.config import RunConfig
 from transforms import bundle_steps as steps
 from transforms.sinks.beam_sinks import (
     RUN_KEY,
-    KeyForShard,
+    SpillBundle,
     WriteJobJson,
     WriteJobLines,
     WriteShard,
@@ -77,8 +77,8 @@ def _write_outputs(config: RunConfig, read: Any, kept: Any, rejects: Any, dead: 
     out = config.output
     reshapes = (
         kept
-        | "KeyForShard"
-        >> beam.ParDo(KeyForShard(config.num_shards, config.chat_template_tokenizer))
+        | "SpillBundles"
+        >> beam.ParDo(SpillBundle(out, config.num_shards, config.chat_template_tokenizer))
         | "GroupShards" >> beam.GroupByKey()
         | "WriteShards" >> beam.ParDo(WriteShard(out, config.num_shards))
     )

@@ -1,9 +1,11 @@
 """Beam sinks: per-job, sorted, deterministic files.
 
-Written bundles are keyed by (job, shard) — the shard from a stable hash of the instance id —
-grouped once at the end, sorted by instance id, and written whole, so two runs over the same
-input give byte-identical files whatever order the runner processed bundles in. Rejects and
-dead letters are written the same way, one file per job.
+Each written bundle is spilled to a part file and keyed by (job, shard) — the shard from a
+stable hash of the instance id; the part references are grouped once at the end, sorted by
+instance id, and the parts concatenated into the shard's files, so two runs over the same
+input give byte-identical files whatever order the runner processed bundles in, and memory
+does not grow with the number of records. Rejects and dead letters (small) are grouped and
+written whole, one file per job.
 """
 
 from __future__ import annotations
@@ -29,38 +31,62 @@ def shard_of(instance_id: str, num_shards: int) -> int:
     return zlib.crc32(instance_id.encode("utf-8")) % num_shards
 
 
-class KeyForShard(beam.DoFn):
-    """bundle -> ((job, shard), payload) with the bundle's IM lines and LF examples."""
+class SpillBundle(beam.DoFn):
+    """bundle -> its IM lines and LF items spilled to a part file; ((job, shard), part ref).
 
-    def __init__(self, num_shards: int, chat_template_tokenizer: str | None = None) -> None:
+    Only the small reference travels through the final grouping, so memory stays flat
+    however many records a job has; the part's name derives from the bundle's sort key, so
+    a retried bundle overwrites its own part.
+    """
+
+    def __init__(
+        self, output: str, num_shards: int, chat_template_tokenizer: str | None = None
+    ) -> None:
+        self.output = output
         self.num_shards = num_shards
         self.chat_template_tokenizer = chat_template_tokenizer
 
     def process(self, bundle: dict[str, Any]) -> Iterator[Any]:
         payload = bundle_payload(bundle, self.chat_template_tokenizer)
-        yield (job_of(bundle), shard_of(bundle["instance_id"], self.num_shards)), payload
+        job = job_of(bundle)
+        shard = shard_of(bundle["instance_id"], self.num_shards)
+        part = layout.part_path(self.output, job, shard, repr(payload["sort_key"]))
+        layout.write_part(part + ".im", b"".join(payload["im_lines"]))
+        layout.write_part(part + ".lf", b"\n".join(payload["lf_items"]))
+        ref = (payload["sort_key"], part, len(payload["lf_items"]), payload["lf_reshapes"])
+        yield (job, shard), ref
 
 
 class WriteShard(beam.DoFn):
-    """((job, shard), payloads) -> the shard's im and lf files; yields (job, LF reshapes)."""
+    """((job, shard), part refs) -> the shard's im and lf files, parts concatenated in sort
+    order and then deleted; yields (job, LF reshape counts)."""
 
     def __init__(self, output: str, num_shards: int) -> None:
         self.output = output
         self.num_shards = num_shards
 
     def process(self, element: tuple[tuple[str, int], Iterable[Any]]) -> Iterator[Any]:
-        (job, shard), payloads = element
-        ordered = sorted(payloads, key=lambda p: p["sort_key"])
+        (job, shard), refs = element
+        ordered = sorted(refs, key=lambda ref: ref[0])
         folder = layout.job_dir(self.output, job)
-        im_lines = b"".join(line for p in ordered for line in p["im_lines"])
-        lf_items = [item for p in ordered for item in p["lf_items"]]
-        name = layout.shard_name(layout.IM, shard, self.num_shards)
-        layout.write_bytes(f"{folder}/{name}", im_lines)
-        name = layout.shard_name(layout.LF, shard, self.num_shards)
-        layout.write_bytes(f"{folder}/{name}", layout.json_array(lf_items))
+        parts = [ref[1] for ref in ordered]
+        im_name = layout.shard_name(layout.IM, shard, self.num_shards)
+        with layout.FileWriter(f"{folder}/{im_name}") as im:
+            for part in parts:
+                im.write(layout.read_bytes(part + ".im"))
+        lf_name = layout.shard_name(layout.LF, shard, self.num_shards)
+        with layout.FileWriter(f"{folder}/{lf_name}") as lf:
+            lf.write(b"[")
+            separator = b"\n"
+            for part, (_key, _part, items, _kinds) in zip(parts, ordered, strict=True):
+                if items:
+                    lf.write(separator + layout.read_bytes(part + ".lf").replace(b"\n", b",\n"))
+                    separator = b",\n"
+            lf.write(b"]\n" if separator == b"\n" else b"\n]\n")
+        layout.delete_parts([suffixed for p in parts for suffixed in (p + ".im", p + ".lf")])
         reshapes: Counter[str] = Counter()
-        for p in ordered:
-            reshapes.update(p["lf_reshapes"])
+        for ref in ordered:
+            reshapes.update(ref[3])
         yield job, dict(reshapes)
 
 

@@ -3,6 +3,7 @@ FileSystems so the same code writes to a local folder or to gs:// / s3:// paths.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 
 from apache_beam.io.filesystems import FileSystems
@@ -38,6 +39,60 @@ def write_bytes(path: str, data: bytes) -> None:
     if FileSystems.exists(path):
         FileSystems.delete([path])
     FileSystems.rename([temporary], [path])
+
+
+class FileWriter:
+    """A file written through a temporary name and renamed into place on a clean close."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._temporary = path + ".partial"
+        self._handle = FileSystems.create(self._temporary)
+
+    def write(self, data: bytes) -> None:
+        self._handle.write(data)
+
+    def __enter__(self) -> FileWriter:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self._handle.close()
+        if exc_type is not None:
+            FileSystems.delete([self._temporary])
+            return
+        if FileSystems.exists(self.path):
+            FileSystems.delete([self.path])
+        FileSystems.rename([self._temporary], [self.path])
+
+
+PARTS = ".parts"
+
+
+def part_path(output: str, job: str, shard: int, key: str) -> str:
+    """Where one bundle's share of a shard waits for the final, sorted concatenation."""
+    digest = hashlib.sha1(key.encode("utf-8")).hexdigest()
+    return f"{job_dir(output, job)}/{PARTS}/{shard:05d}/{digest}"
+
+
+def write_part(path: str, data: bytes) -> None:
+    handle = FileSystems.create(path)
+    try:
+        handle.write(data)
+    finally:
+        handle.close()
+
+
+def delete_parts(paths: list[str]) -> None:
+    existing = [p for p in paths if FileSystems.exists(p)]
+    if existing:
+        FileSystems.delete(existing)
+
+
+def remove_parts_folder(output: str, job: str) -> None:
+    """Drop the (now empty) part folder of a job, where the filesystem has folders."""
+    folder = f"{job_dir(output, job)}/{PARTS}"
+    if FileSystems.exists(folder):
+        FileSystems.delete([folder])
 
 
 def read_bytes(path: str) -> bytes:
