@@ -55,7 +55,9 @@ def build(pipeline: beam.Pipeline, config: RunConfig) -> None:
         "Discover",
         DiscoverUnits(config.input_format),
     )
-    read = _split(units.main | "ReshufflePaths" >> beam.Reshuffle(), "Read", ReadBundles())
+    read = _split(
+        units.main | "ReshufflePaths" >> beam.Reshuffle(), "Read", ReadBundles(config.progress)
+    )
     readable = _split(read.main, "ReadCheck", CheckBundle("read", steps.read_problem))
     gated = _split(
         readable.main, "RewardGate", CheckBundle("gate", partial(steps.gate_problem, settings=gate))

@@ -8,6 +8,7 @@ exceptions to `DEAD_LETTER` with the input and the error. Counters are Beam metr
 
 from __future__ import annotations
 
+import sys
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import Metrics
 from apache_beam.pvalue import TaggedOutput
 
+from pipelines.progress import Progress
 from transforms.readers.bundle import ReaderError
 from transforms.readers.discover import discover_trials
 from transforms.readers.registry import reader_for
@@ -90,10 +92,20 @@ class DiscoverUnits(_Counted):
 
 
 class ReadBundles(_Counted):
-    """A read unit -> bundles; a refused input is a reject, a reader crash a dead letter."""
+    """A read unit -> bundles; a refused input is a reject, a reader crash a dead letter.
 
-    def __init__(self) -> None:
+    With `progress`, each worker prints a progress line to stderr on long runs.
+    """
+
+    def __init__(self, progress: bool = False) -> None:
         super().__init__("read")
+        self.progress = progress
+        self._progress: Progress | None = None
+        self._read = 0
+
+    def setup(self) -> None:
+        if self.progress:
+            self._progress = Progress(sys.stderr, "trajcurate run: read", every=1000)
 
     def process(self, unit: tuple[str, str]) -> Iterator[Any]:
         path, fmt = unit
@@ -101,6 +113,9 @@ class ReadBundles(_Counted):
         try:
             for bundle in reader_for(fmt)(Path(path)):
                 self.kept.inc()
+                self._read += 1
+                if self._progress is not None:
+                    self._progress.update(self._read)
                 yield dict(bundle)
         except ReaderError as exc:
             self.dropped.inc()
