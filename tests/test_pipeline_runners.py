@@ -57,18 +57,20 @@ def test_portable_form_builds(composed: Path, tmp_path: Path) -> None:
     or importlib.util.find_spec("google.cloud.storage") is None,
     reason="needs the optional apache-beam[gcp] extra (pip install 'trajcurate[gcp]')",
 )
-def test_dataflow_dry_run_translates_offline(composed: Path, tmp_path: Path) -> None:
-    code = run(
-        composed,
-        tmp_path,
+def test_dataflow_dry_run_translates_offline(
+    composed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bucket = "gs://trajcurate-dry-run"  # never contacted: a dry run stops before staging
+    options = [
         "--runner",
         "DataflowRunner",
-        "--dry_run",
+        "--dry_run=True",
         "--project",
         "trajcurate-test",
         "--region",
         "us-central1",
-        "--temp_location",
-        "gs://x/tmp",
-    )
-    assert code == 0
+        f"--temp_location={bucket}/tmp",
+        f"--staging_location={bucket}/staging",
+    ]
+    assert run(composed, tmp_path, *options) == 0
+    assert "dry run" in capsys.readouterr().out
