@@ -22,8 +22,9 @@ from transforms.readers.atif_files import (
     resolve_inside,
     shown_path,
 )
-from transforms.readers.atif_messages import Message, is_terminus, steps_to_messages
+from transforms.readers.atif_messages import is_terminus, steps_to_messages
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle, standalone_instance_id
+from transforms.readers.conversation import Message
 from transforms.readers.im_builder import build_im_record, date_of, scaffold_for_agent
 
 __all__ = ["read", "records_from_atif"]

@@ -20,14 +20,12 @@ from typing import Any
 
 import orjson
 
+from transforms.readers.conversation import JOINER, Message, normalise_roles
 from transforms.readers.im_builder import as_text, scaffold_for_agent
-
-Message = dict[str, Any]
 
 _ANALYSIS_PLAN = re.compile(
     r"\s*Analysis:\s*(?P<analysis>.*?)(?:\n\s*Plan:\s*(?P<plan>.*))?\Z", re.S
 )
-_JOINER = "\n\n"
 
 
 def is_terminus(agent_name: str | None) -> bool:
@@ -93,7 +91,7 @@ def _agent_step(
         out: list[Message] = [
             {"role": "assistant", "content": content, "reasoning_content": reasoning}
         ]
-        observation = _JOINER.join(t for t in (as_text(r.get("content")) for r in results) if t)
+        observation = JOINER.join(t for t in (as_text(r.get("content")) for r in results) if t)
         if observation:
             out.append({"role": "user", "content": observation})
         return out
@@ -209,53 +207,3 @@ def _arguments(arguments: Any) -> Mapping[str, Any]:
         except orjson.JSONDecodeError:
             return {}
     return arguments if isinstance(arguments, Mapping) else {}
-
-
-def _join(first: str, second: str) -> str:
-    return _JOINER.join(part for part in (first, second) if part)
-
-
-def normalise_roles(messages: list[Message]) -> list[Message]:
-    """Make the order valid IM: system? user (assistant (tool* | user))* ... assistant."""
-    out: list[Message] = []
-    for message in messages:
-        role = message["role"]
-        prev = out[-1] if out else None
-        prev_role = prev["role"] if prev else None
-        if role == "system":
-            if prev is None:
-                out.append(message)
-            elif prev_role == "system" and len(out) == 1:
-                prev["content"] = _join(prev["content"], message["content"])
-            continue  # a system message after the conversation started is dropped
-        if (
-            prev is not None
-            and role in ("user", "tool")
-            and prev_role in ("user", "tool")
-            and not (role == "tool" and prev_role == "tool")
-        ):
-            # user text after a tool result, or a stray result after user text, is folded in
-            prev["content"] = _join(prev["content"], message["content"])
-            continue
-        if role == "tool" and prev_role in (None, "system"):
-            out.append({"role": "user", "content": message["content"]})
-            continue
-        if role == "assistant" and prev is not None and prev_role == "assistant":
-            _merge_assistant(prev, message)
-            continue
-        out.append(message)
-    if any(m["role"] == "assistant" for m in out):
-        while out[-1]["role"] != "assistant":
-            out.pop()
-    return out
-
-
-def _merge_assistant(into: Message, message: Message) -> None:
-    """Two model turns with nothing between them are one turn (one response split in two)."""
-    into["content"] = _join(into["content"], message["content"])
-    into["reasoning_content"] = _join(
-        into.get("reasoning_content") or "", message.get("reasoning_content") or ""
-    )
-    calls = [*(into.get("tool_calls") or []), *(message.get("tool_calls") or [])]
-    if calls:
-        into["tool_calls"] = calls

@@ -26,6 +26,10 @@ AGENT_SCAFFOLDS = {
     "terminus-2": "terminus2",
     "terminus2": "terminus2",
     "terminus": "terminus2",
+    # SWE-agent and mini-swe-agent drive one bash-like tool and end by submitting: the
+    # closest TQS scaffold is openhands (execution by arguments, finish/summary endings).
+    "swe-agent": "openhands",
+    "mini-swe-agent": "openhands",
 }
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _THINK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.DOTALL)

@@ -1,0 +1,70 @@
+"""A reader's messages -> a valid IM role order (formats.md §4), the same rules for every reader.
+
+Native logs record what happened, not a chat transcript: text a harness injects after a
+tool result, one model response split in two, the final tool output nobody answered. The
+rules below are those of the ATIF reader (`atif_messages.normalise_roles`), so a trial read
+from its native logs or from its `trajectory.json` gives the same conversation:
+
+- one leading system message (leading system messages are joined; later ones dropped);
+- user text after a tool result (or a stray result after user text) is folded into it;
+- a tool result before any user turn becomes the user turn;
+- two assistant turns with nothing between them are one turn;
+- nothing after the last assistant message (the model never answered it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Message = dict[str, Any]
+JOINER = "\n\n"
+
+
+def join(first: str, second: str) -> str:
+    return JOINER.join(part for part in (first, second) if part)
+
+
+def normalise_roles(messages: list[Message]) -> list[Message]:
+    """system? user (assistant (tool* | user))* ... assistant — see the module docstring."""
+    out: list[Message] = []
+    for message in messages:
+        role = message["role"]
+        prev = out[-1] if out else None
+        prev_role = prev["role"] if prev else None
+        if role == "system":
+            if prev is None:
+                out.append(message)
+            elif prev_role == "system" and len(out) == 1:
+                prev["content"] = join(prev["content"], message["content"])
+            continue
+        folds = role in ("user", "tool") and prev_role in ("user", "tool")
+        if prev is not None and folds and not (role == "tool" and prev_role == "tool"):
+            prev["content"] = join(prev["content"], message["content"])
+            continue
+        if role == "tool" and prev_role in (None, "system"):
+            out.append({"role": "user", "content": message["content"]})
+            continue
+        if role == "assistant" and prev is not None and prev_role == "assistant":
+            _merge_assistant(prev, message)
+            continue
+        out.append(message)
+    if any(m["role"] == "assistant" for m in out):
+        while out[-1]["role"] != "assistant":
+            out.pop()
+    return out
+
+
+def _merge_assistant(into: Message, message: Message) -> None:
+    into["content"] = join(into.get("content") or "", message.get("content") or "")
+    into["reasoning_content"] = join(
+        into.get("reasoning_content") or "", message.get("reasoning_content") or ""
+    )
+    calls = [*(into.get("tool_calls") or []), *(message.get("tool_calls") or [])]
+    if calls:
+        into["tool_calls"] = calls
+
+
+def has_conversation(messages: list[Message]) -> bool:
+    """At least one user and one assistant message: something an IM record can hold."""
+    roles = {m["role"] for m in messages}
+    return "user" in roles and "assistant" in roles

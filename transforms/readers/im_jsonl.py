@@ -1,0 +1,120 @@
+"""IM JSON Lines (format "im"): records grouped into one bundle per `_instance_id`.
+
+Bundles come out in the order each instance first appears, records main first. A line that
+is not JSON or not an IM record (`scorers.im.validate_im_record`) is not lost: it comes out
+as a bundle with `records: []` whose first warning is `rejected: <file>:<line>: <reason>`.
+When the bad line still names its `_instance_id`, the whole instance is rejected with it
+(formats.md §4: an instance with an invalid record is dropped whole), and the warnings say
+how many valid records went with it.
+
+Grouping needs every line of an instance. Instances should be contiguous (as trajcurate
+writes them); interleaved lines are still grouped as long as at most `max_buffered`
+records are waiting. Past that bound the oldest instances are yielded early, and an
+instance seen again afterwards comes out as a second bundle warned `split instance`. For
+corpora that scatter instances, the pipeline groups by `_instance_id` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pipelines.jsonl import LineError, is_blank, iter_lines, parse_line
+from scorers.im import InvalidRecord, agent_type, validate_im_record
+from transforms.readers.bundle import Bundle, ReaderError, new_bundle
+from transforms.readers.source_files import json_type, read_bytes
+
+FORMAT = "im"
+DEFAULT_MAX_BUFFERED = 10_000
+
+
+class _Group:
+    def __init__(self, instance_id: str, warnings: list[str] | None = None) -> None:
+        self.instance_id = instance_id
+        self.records: list[dict[str, Any]] = []
+        self.rejected: list[str] = []
+        self.warnings = warnings or []
+
+
+def read(path: Path, *, max_buffered: int = DEFAULT_MAX_BUFFERED) -> Iterator[Bundle]:
+    """Bundles of the IM records in `path`; see the module docstring for grouping and rejects."""
+    read_bytes(path)  # refuse an empty file up front
+    source = str(path)
+    groups: dict[str, _Group] = {}
+    flushed: set[str] = set()
+    buffered = yielded = valid = 0
+    first_problem = ""
+    for number, raw in iter_lines(path):
+        if is_blank(raw):
+            continue
+        record, instance_id, problem = _parse(raw)
+        if problem:
+            first_problem = first_problem or f"line {number}: {problem}"
+        key = instance_id if instance_id is not None else f"{source}:{number}"
+        group = groups.get(key)
+        if group is None:
+            split = [f"split instance: more lines after line {number}"] if key in flushed else None
+            group = groups[key] = _Group(key, split)
+        if problem:
+            group.rejected.append(f"{source}:{number}: {problem}")
+        else:
+            group.records.append(record)
+            valid += 1
+        buffered += 1
+        while buffered > max_buffered and groups:
+            oldest = next(iter(groups))
+            done = groups.pop(oldest)
+            buffered -= len(done.records) + len(done.rejected)
+            flushed.add(oldest)
+            yielded += 1
+            yield _bundle(done, source)
+    if not valid and not yielded:
+        if not groups:
+            raise ReaderError("empty file")
+        raise ReaderError(f"no IM record in the file ({first_problem})")
+    for group in groups.values():
+        yield _bundle(group, source)
+
+
+def _parse(raw: bytes) -> tuple[dict[str, Any], str | None, str]:
+    """(record, its `_instance_id` if readable, problem or "")."""
+    try:
+        value = parse_line(raw)
+    except LineError as exc:
+        return {}, None, str(exc)
+    if not isinstance(value, dict):
+        return {}, None, f"a JSON {json_type(value)}, expected an IM record object"
+    instance_id = _instance_id(value)
+    try:
+        validate_im_record(value)
+    except InvalidRecord as exc:
+        return {}, instance_id, f"not an IM record: {exc}"
+    return value, instance_id, ""
+
+
+def _instance_id(value: dict[str, Any]) -> str | None:
+    meta = value.get("meta_info")
+    info = meta.get("unique_info") if isinstance(meta, dict) else None
+    instance_id = info.get("_instance_id") if isinstance(info, dict) else None
+    return instance_id if isinstance(instance_id, str) else None
+
+
+def _bundle(group: _Group, source: str) -> Bundle:
+    if group.rejected:
+        warnings = [f"rejected: {group.rejected[0]}", *group.rejected[1:], *group.warnings]
+        if group.records:
+            warnings.append(f"{len(group.records)} valid record(s) of this instance dropped")
+        return new_bundle(group.instance_id, source, FORMAT, [], warnings=warnings)
+    records = sorted(group.records, key=lambda r: agent_type(r) != "main")
+    info = records[0]["meta_info"]["unique_info"]
+    main = agent_type(records[0]) == "main"
+    return new_bundle(
+        group.instance_id,
+        source,
+        FORMAT,
+        records,
+        metadata=(info.get("_instance_metadata") or {}) if main else {},
+        usage=(info.get("_usage") or {}) if main else {},
+        warnings=group.warnings,
+    )

@@ -1,0 +1,227 @@
+"""OpenCode runs (format "opencode"): the JSON lines of `opencode run --format=json`.
+
+Each line is `{type, timestamp (ms), sessionID, part}` (formats.md §3). One model turn is
+`step_start` … `step_finish`: its `text` and `reasoning` parts and its `tool_use` parts
+(`part.tool`, `part.callID`, `part.state{status, input, output | error, metadata}`) make one
+assistant message, followed by one tool message per call (the output, or the error text
+of a failed call). `user` lines are the prompts (`parts[]` or `part` text); `error` lines
+and the per-step cost and tokens of `step_finish` go to warnings and `_usage`.
+
+OpenCode's stream has no system prompt and no tool list: the system message is empty and
+the tools are rebuilt from the calls seen. A step cut off before its `step_finish` (a
+killed run) is kept, with a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from transforms.readers.bundle import Bundle, ReaderError, new_bundle
+from transforms.readers.conversation import Message, has_conversation, normalise_roles
+from transforms.readers.im_builder import as_text, build_im_record, date_of
+from transforms.readers.source_files import as_dict, iter_json_objects
+
+FORMAT = "opencode"
+AGENT_NAME = "opencode"
+STDOUT_FILE = "opencode.txt"
+_EVENT_TYPES = frozenset("user step_start text reasoning tool_use step_finish error".split())
+
+
+def read(path: Path) -> Iterator[Bundle]:
+    """One bundle per `opencode.txt` file (one session)."""
+    warnings: list[str] = []
+    run = _Run(_events(path, warnings))
+    instance_id = run.session_id or path.stem
+    metadata = {"source_file": str(path)}
+    record = run.record(instance_id, {}, metadata, {})
+    yield new_bundle(
+        instance_id,
+        str(path),
+        FORMAT,
+        [record],
+        metadata=metadata,
+        usage=record["meta_info"]["unique_info"]["_usage"],
+        warnings=warnings + run.warnings,
+    )
+
+
+def records_from_agent_dir(
+    agent_dir: Path,
+    instance_id: str,
+    agent: dict[str, Any],
+    metadata: dict[str, Any],
+    usage: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[str]] | None:
+    """The main record of a Harbor trial's `agent/opencode.txt`; None when it is absent.
+
+    Older OpenCode did not echo the prompt; `metadata["instruction"]` is used then.
+    """
+    path = agent_dir / STDOUT_FILE
+    if not path.is_file():
+        return None
+    warnings: list[str] = []
+    run = _Run(_events(path, warnings), metadata.get("instruction"))
+    return [run.record(instance_id, agent, metadata, usage)], warnings + run.warnings
+
+
+def _events(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
+    local: list[str] = []
+    events = [e for _, e in iter_json_objects(path, local)]
+    warnings.extend(f"{path.name}: {w}" for w in local)
+    known = [e for e in events if e.get("type") in _EVENT_TYPES]
+    if not known:
+        kind = events[0].get("type")
+        raise ReaderError(f"not an OpenCode event stream: first event has type {kind!r}")
+    return known
+
+
+class _Run:
+    """The events of one run -> messages, usage and warnings."""
+
+    def __init__(self, events: list[dict[str, Any]], instruction: Any = None) -> None:
+        self.messages: list[Message] = [{"role": "system", "content": ""}]
+        self.warnings: list[str] = []
+        self.totals: dict[str, int | float] = {
+            "total_prompt_tokens": 0,
+            "total_completion_tokens": 0,
+        }
+        self.cached: int | float = 0
+        self.cost = 0.0
+        self.steps = 0
+        self.session_id = next(
+            (e["sessionID"] for e in events if _is_str(e.get("sessionID"))), None
+        )
+        self.start = next((e.get("timestamp") for e in events if e.get("timestamp")), None)
+        step: list[dict[str, Any]] | None = None
+        if not any(e.get("type") == "user" for e in events) and _is_str(instruction):
+            self.messages.append({"role": "user", "content": instruction})
+        for event in events:
+            kind = event["type"]
+            part = as_dict(event.get("part"))
+            if kind == "user":
+                self._close(step, finished=False)
+                step = None
+                self.messages.append({"role": "user", "content": _user_text(event)})
+            elif kind == "step_start":
+                self._close(step, finished=False)
+                step = []
+            elif kind in ("text", "reasoning", "tool_use"):
+                if step is None:
+                    step = []
+                step.append({"kind": kind, **part})
+            elif kind == "step_finish":
+                self._close(step or [], finished=True)
+                self._account(part)
+                step = None
+            elif kind == "error":
+                self.warnings.append(f"OpenCode error: {_error_text(event)}")
+        self._close(step, finished=False)
+
+    def record(
+        self,
+        instance_id: str,
+        agent: dict[str, Any],
+        metadata: dict[str, Any],
+        usage: dict[str, Any],
+    ) -> dict[str, Any]:
+        messages = normalise_roles(self.messages)
+        if not has_conversation(messages):
+            raise ReaderError("no messages: the stream has no prompt and model turn")
+        return build_im_record(
+            messages,
+            instance_id=instance_id,
+            rebuild_tools=True,
+            agent={
+                "name": agent.get("name") or AGENT_NAME,
+                "version": agent.get("version"),
+                "model": agent.get("model"),
+            },
+            metadata=metadata,
+            usage=usage or self.usage(),
+            query_source=FORMAT,
+            date=date_of(self.start),
+        )
+
+    def usage(self) -> dict[str, Any]:
+        if not self.steps:
+            return {}
+        return {**self.totals, "total_cached_tokens": self.cached, "total_cost_usd": self.cost}
+
+    def _close(self, parts: list[dict[str, Any]] | None, *, finished: bool) -> None:
+        if parts is None:
+            return
+        if not finished:
+            self.warnings.append("a model step has no step_finish (the stream was cut off)")
+        texts = [_str(p.get("text")) for p in parts if p["kind"] == "text"]
+        reasoning = [_str(p.get("text")) for p in parts if p["kind"] == "reasoning"]
+        calls, results = [], []
+        for part in (p for p in parts if p["kind"] == "tool_use"):
+            state = as_dict(part.get("state"))
+            call_id = str(part.get("callID") or part.get("id") or "")
+            name = str(part.get("tool") or "")
+            arguments = state.get("input")
+            if not isinstance(arguments, dict):
+                arguments = {"value": arguments} if arguments else {}
+            calls.append({"id": call_id, "name": name, "arguments": arguments})
+            output = state.get("output") if state.get("output") is not None else state.get("error")
+            if output is not None:
+                results.append(
+                    {
+                        "role": "tool",
+                        "content": as_text(output),
+                        "tool_call_id": call_id,
+                        "name": name,
+                    }
+                )
+        if not (texts or reasoning or calls):
+            return
+        assistant: Message = {
+            "role": "assistant",
+            "content": "\n".join(t for t in texts if t),
+            "reasoning_content": "\n\n".join(t for t in reasoning if t),
+        }
+        if calls:
+            assistant["tool_calls"] = calls
+        self.messages.extend([assistant, *results])
+
+    def _account(self, part: dict[str, Any]) -> None:
+        self.steps += 1
+        tokens = as_dict(part.get("tokens"))
+        cache = as_dict(tokens.get("cache"))
+        cached = _number(cache.get("read"))
+        self.totals["total_prompt_tokens"] += _number(tokens.get("input")) + cached
+        self.totals["total_completion_tokens"] += _number(tokens.get("output"))
+        self.cached += cached
+        self.cost += float(_number(part.get("cost")))
+
+
+def _user_text(event: dict[str, Any]) -> str:
+    parts = event.get("parts")
+    if not isinstance(parts, list):
+        part = event.get("part")
+        parts = [part] if isinstance(part, dict) else []
+    texts = [_str(p.get("text")) for p in parts if isinstance(p, dict) and p.get("type") == "text"]
+    return "\n".join(t for t in texts if t)
+
+
+def _error_text(event: dict[str, Any]) -> str:
+    error = event.get("error")
+    if isinstance(error, dict):
+        data = error.get("data")
+        message = data.get("message") if isinstance(data, dict) else None
+        return str(message or error.get("name") or error)
+    return str(error) if error is not None else "an error event without details"
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _number(value: Any) -> int | float:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""

@@ -1,0 +1,235 @@
+"""SWE-agent `.traj` (format "swe-agent") and mini-swe-agent (format "mini-swe-agent") files.
+
+SWE-agent: `{trajectory[{action, observation, response, thought, query?}], history[{role,
+content, tool_calls?, tool_call_ids?, agent, ...}], info{submission, exit_status,
+model_stats}}`. `history` is the model's own chat and is read when present: with function
+calling its assistant messages carry `tool_calls` and the results are `tool` messages;
+without, actions are fenced commands in the assistant text and observations are `user`
+messages, and the record has no tools. Without `history`, the last trajectory step's
+`query` (the chat sent for it) plus its `response` is the conversation.
+
+mini-swe-agent: `{messages[], info{exit_status, submission, model_stats, config}}` (older
+files are the bare `messages` list); bash-only, commands fenced in the assistant text.
+
+Both end with the submission's output, which the model never answered: it is dropped (see
+`conversation.py`). A SWE-bench `report.json` beside the file gives the reward:
+`resolved` true -> 1.0, false -> 0.0 (also `resolved_ids` / `unresolved_ids` lists).
+
+Scaffold: both agents drive a shell (SWE-agent also its file viewer/editor commands) and
+stop by submitting; of TQS V2's scaffolds, "openhands" fits: its end rule accepts a final
+text summary, and its tool rules cover bash plus a file editor. The hint is set in
+`_instance_metadata.scaffold` because `build_im_record` maps no SWE-agent name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from transforms.readers.bundle import Bundle, ReaderError, new_bundle
+from transforms.readers.conversation import Message, has_conversation, normalise_roles
+from transforms.readers.im_builder import as_text, build_im_record
+from transforms.readers.source_files import as_dict, json_type, load_json, require
+
+FORMAT = "swe-agent"
+MINI_FORMAT = "mini-swe-agent"
+SCAFFOLD = "openhands"
+REPORT_FILE = "report.json"
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+def read(path: Path) -> Iterator[Bundle]:
+    """One bundle per SWE-agent `.traj` file."""
+    data = require(load_json(path), dict, "the .traj file")
+    info = as_dict(data.get("info"))
+    history = data.get("history")
+    if isinstance(history, list) and any(_is_message(m) for m in history):
+        messages = _history_messages(history)
+    elif isinstance(data.get("trajectory"), list) and data["trajectory"]:
+        messages = _trajectory_messages(data["trajectory"])
+    else:
+        raise ReaderError("no `history` messages and no `trajectory` steps")
+    model = _replay_model(data.get("replay_config"))
+    gen_params: dict[str, Any] = {k: model[k] for k in ("temperature", "top_p") if k in model}
+    instance_id = path.name.removesuffix(".traj")
+    yield _bundle(
+        path,
+        instance_id,
+        FORMAT,
+        messages,
+        info,
+        agent={"name": "swe-agent", "version": None, "model": model.get("name")},
+        gen_params=gen_params,
+    )
+
+
+def read_mini(path: Path) -> Iterator[Bundle]:
+    """One bundle per mini-swe-agent trajectory (`{messages, info}` or a bare message list)."""
+    data = load_json(path)
+    if isinstance(data, list):
+        raw, info = data, {}
+    elif isinstance(data, dict):
+        raw = require(data.get("messages"), list, "`messages`")
+        info = as_dict(data.get("info"))
+    else:
+        raise ReaderError(f"expected a JSON object or array, got a JSON {json_type(data)}")
+    if not any(_is_message(m) for m in raw):
+        raise ReaderError("no messages with a `role`")
+    messages = [_message(m) for m in raw if _is_message(m)]
+    config = as_dict(info.get("config"))
+    model = as_dict(config.get("model"))
+    kwargs = as_dict(model.get("model_kwargs"))
+    instance_id = path.name.removesuffix(".json").removesuffix(".traj")
+    yield _bundle(
+        path,
+        instance_id,
+        MINI_FORMAT,
+        messages,
+        info,
+        agent={
+            "name": "mini-swe-agent",
+            "version": info.get("mini_version"),
+            "model": model.get("model_name") or _response_model(raw),
+        },
+        gen_params={k: kwargs[k] for k in ("temperature", "top_p") if k in kwargs},
+    )
+
+
+def _bundle(
+    path: Path,
+    instance_id: str,
+    format: str,
+    messages: list[Message],
+    info: dict[str, Any],
+    *,
+    agent: dict[str, Any],
+    gen_params: dict[str, Any],
+) -> Bundle:
+    messages = normalise_roles([{"role": "system", "content": ""}, *messages])
+    if not has_conversation(messages):
+        raise ReaderError("no messages: no user message and model turn")
+    has_calls = any(m.get("tool_calls") for m in messages)
+    metadata = {"source_file": str(path), "scaffold": SCAFFOLD}
+    if isinstance(info.get("exit_status"), str):
+        metadata["exit_status"] = info["exit_status"]
+    usage = _usage(info.get("model_stats"))
+    record = build_im_record(
+        messages,
+        instance_id=instance_id,
+        tools=None if has_calls else [],
+        rebuild_tools=has_calls,
+        agent=agent,
+        metadata=metadata,
+        usage=usage,
+        gen_params=gen_params,
+        query_source=format,
+    )
+    reward = swe_bench_reward(path.parent / REPORT_FILE, instance_id)
+    return new_bundle(
+        instance_id,
+        str(path),
+        format,
+        [record],
+        rewards=None if reward is None else {"reward": reward},
+        reward_source=None if reward is None else REPORT_FILE,
+        metadata=metadata,
+        usage=usage,
+    )
+
+
+def swe_bench_reward(report: Path, instance_id: str) -> float | None:
+    """1.0 / 0.0 from a SWE-bench report (per-instance `resolved`, or the run's id lists)."""
+    try:
+        data = orjson.loads(report.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    entry = as_dict(data.get(instance_id)) or data
+    if isinstance(entry.get("resolved"), bool):
+        return 1.0 if entry["resolved"] else 0.0
+    for key, value in (("resolved_ids", 1.0), ("unresolved_ids", 0.0), ("error_ids", 0.0)):
+        ids = data.get(key)
+        if isinstance(ids, list) and instance_id in ids:
+            return value
+    return None
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("role") in _ROLES
+
+
+def _message(raw: dict[str, Any]) -> Message:
+    message: Message = {"role": raw["role"], "content": as_text(raw.get("content"))}
+    if raw["role"] == "assistant":
+        message["reasoning_content"] = ""
+        calls = [c for c in raw.get("tool_calls") or [] if isinstance(c, dict)]
+        if calls:
+            message["tool_calls"] = [_call(c) for c in calls]
+    elif raw["role"] == "tool":
+        ids = raw.get("tool_call_ids")
+        first = ids[0] if isinstance(ids, list) and ids else raw.get("tool_call_id")
+        message["tool_call_id"] = str(first or "")
+    return message
+
+
+def _call(raw: dict[str, Any]) -> dict[str, Any]:
+    function = as_dict(raw.get("function"))
+    return {
+        "id": str(raw.get("id") or ""),
+        "name": str(function.get("name") or ""),
+        "arguments": function.get("arguments"),
+    }
+
+
+def _history_messages(history: list[Any]) -> list[Message]:
+    """The first agent's chat (a SWE-agent history can interleave helper agents)."""
+    entries = [m for m in history if _is_message(m)]
+    first_agent = entries[0].get("agent")
+    return [_message(m) for m in entries if m.get("agent") == first_agent]
+
+
+def _trajectory_messages(steps: list[Any]) -> list[Message]:
+    last = as_dict(steps[-1])
+    query = last.get("query")
+    if not isinstance(query, list) or not any(_is_message(m) for m in query):
+        raise ReaderError("no `history`, and the trajectory steps carry no `query` chat")
+    response = as_text(last.get("response"))
+    answer: Message = {"role": "assistant", "content": response, "reasoning_content": ""}
+    return [*(_message(m) for m in query if _is_message(m)), answer]
+
+
+def _replay_model(replay_config: Any) -> dict[str, Any]:
+    if isinstance(replay_config, str):
+        try:
+            replay_config = orjson.loads(replay_config)
+        except orjson.JSONDecodeError:
+            return {}
+    agent = replay_config.get("agent") if isinstance(replay_config, dict) else None
+    model = agent.get("model") if isinstance(agent, dict) else None
+    return as_dict(model)
+
+
+def _response_model(raw: list[Any]) -> str | None:
+    for message in raw:
+        extra = message.get("extra") if isinstance(message, dict) else None
+        response = extra.get("response") if isinstance(extra, dict) else None
+        model = response.get("model") if isinstance(response, dict) else None
+        if isinstance(model, str) and model:
+            return model
+    return None
+
+
+def _usage(stats: Any) -> dict[str, Any]:
+    if not isinstance(stats, dict):
+        return {}
+    names = {
+        "tokens_sent": "total_prompt_tokens",
+        "tokens_received": "total_completion_tokens",
+        "instance_cost": "total_cost_usd",
+        "api_calls": "api_calls",
+    }
+    return {new: stats[old] for old, new in names.items() if old in stats}
