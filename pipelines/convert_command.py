@@ -33,6 +33,7 @@ STDERR_REJECT_LIMIT = 50
 class ConvertStats:
     bundles: int = 0
     written_bundles: int = 0
+    with_warnings: int = 0
     main_records: int = 0
     subagent_records: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
@@ -44,7 +45,8 @@ class ConvertStats:
         lines = [
             f"bundles read     {self.bundles}",
             f"bundles written  {self.written_bundles} "
-            f"({self.main_records} main + {self.subagent_records} subagent records)",
+            f"({self.main_records} main + {self.subagent_records} subagent records; "
+            f"{self.with_warnings} with warnings in _instance_metadata.warnings)",
             f"rejected         {sum(self.rejected.values())}"
             + "".join(f"\n  {stage:<14} {n}" for stage, n in sorted(self.rejected.items())),
         ]
@@ -155,6 +157,7 @@ class _Run:
 
     def _write(self, bundle: Bundle) -> None:
         self.stats.written_bundles += 1
+        self.stats.with_warnings += 1 if bundle["warnings"] else 0
         for record in bundle["records"]:
             self.records.write(record)
             if record["meta_info"]["unique_info"].get("_agent_type") == "subagent":

@@ -52,6 +52,9 @@ def new_bundle(
     usage: dict[str, Any] | None = None,
     warnings: list[str] | None = None,
 ) -> Bundle:
+    """A bundle; its warnings are also put on the main record (`_instance_metadata.warnings`),
+    so that what a reader skipped or could not follow travels with the data it concerns."""
+    _note_warnings(records, warnings or [])
     return Bundle(
         instance_id=instance_id,
         job=job,
@@ -64,6 +67,18 @@ def new_bundle(
         warnings=warnings or [],
         records=records,
     )
+
+
+def _note_warnings(records: list[dict[str, Any]], warnings: list[str]) -> None:
+    if not records or not warnings:
+        return
+    info = records[0]["meta_info"]["unique_info"]
+    metadata = info.get("_instance_metadata")
+    if not isinstance(metadata, dict):
+        metadata = info["_instance_metadata"] = {}
+    known = metadata.get("warnings")
+    merged = [*(known if isinstance(known, list) else []), *warnings]
+    metadata["warnings"] = list(dict.fromkeys(merged))
 
 
 def main_record(bundle: Bundle) -> dict[str, Any] | None:
