@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEMO_OUT := out/demo/scored.jsonl
+DEMO := out/demo
 
 .PHONY: venv demo test lint bench bench-convert clean
 
@@ -17,11 +17,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# Generates a small synthetic corpus of Harbor jobs, then runs the pipeline over it.
 demo: venv
-	$(BIN)/trajcurate score $(SHARED)/data/reference-scored/cases.jsonl -o $(DEMO_OUT)
+	rm -rf $(DEMO)
+	$(BIN)/trajcurate synth --out $(DEMO)/jobs --jobs 2 --trials 150 --seed 1
+	$(BIN)/trajcurate run --input $(DEMO)/jobs --output $(DEMO)/curated
 	@echo
-	@echo "scored records: $(DEMO_OUT)"
-	@echo "rejected lines: $(DEMO_OUT:.jsonl=.rejects.jsonl)"
+	@echo "synthetic Harbor jobs: $(DEMO)/jobs"
+	@echo "curated outputs:       $(DEMO)/curated/<job>/ (im.jsonl, lf.json, lf.stats.json,"
+	@echo "                       dataset_info.json, rejects.jsonl, dead_letter.jsonl, manifest.json)"
 
 lint: venv
 	$(BIN)/ruff check .

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pipelines import convert_command, run_command, score_command
+from pipelines import convert_command, run_command, score_command, synth_command
 
 __all__ = ["build_parser", "main"]
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     score_command.add_parser(subcommands)
     convert_command.add_parser(subcommands)
     run_command.add_parser(subcommands)
+    synth_command.add_parser(subcommands)
     return parser
 
 
