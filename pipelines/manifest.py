@@ -69,7 +69,7 @@ def _files(paths: Iterable[Path]) -> Iterator[Path]:
 
 def previous_signature(output: str) -> str | None:
     path = FileSystems.join(output, "manifest.json")
-    if not FileSystems.exists(path):
+    if not layout.exists(path):
         return None
     try:
         manifest = orjson.loads(layout.read_bytes(path))
@@ -101,10 +101,10 @@ def _job_names(output: str) -> list[str]:
 
 
 def _pop_json(path: str) -> dict[str, Any]:
-    if not FileSystems.exists(path):
+    if not layout.exists(path):
         return {}
     value = orjson.loads(layout.read_bytes(path))
-    FileSystems.delete([path])
+    layout.delete([path])
     return value if isinstance(value, dict) else {}
 
 
@@ -118,7 +118,7 @@ def _complete(folder: str, num_shards: int) -> list[str]:
     ]
     for name in names:
         path = f"{folder}/{name}"
-        if not FileSystems.exists(path):
+        if not layout.exists(path):
             empty = layout.json_array([]) if name.endswith(".json") else b""
             layout.write_bytes(path, empty)
     return names

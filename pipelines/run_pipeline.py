@@ -26,7 +26,7 @@ from transforms.sinks.beam_sinks import (
     WriteShard,
     sum_counts,
 )
-from transforms.sinks.beam_stats import StatsCombineFn
+from transforms.sinks.beam_stats import MergeStats, StatsCombineFn
 from transforms.stages import (
     DEAD_LETTER,
     REJECTED,
@@ -96,13 +96,21 @@ def _write_outputs(config: RunConfig, read: Any, kept: Any, rejects: Any, dead: 
             | f"Group {name}" >> beam.GroupByKey()
             | f"Write {name}" >> beam.ParDo(WriteJobLines(out, name))
         )
-    stats = kept | "StatsByJob" >> beam.Map(lambda b: (job_of(b), b))
-    per_job = stats | "CombineStats" >> beam.CombinePerKey(StatsCombineFn(config.tokenizer))
-    per_job | "WriteStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json"))
-    whole = stats | "RunStats" >> beam.Map(lambda kv: (RUN_KEY, kv[1]))
+    per_job = (
+        kept
+        | "StatsByJob" >> beam.Map(lambda b: (job_of(b), b))
+        | "CombineStats" >> beam.CombinePerKey(StatsCombineFn(config.tokenizer))
+    )
     (
-        whole
-        | "CombineRunStats" >> beam.CombinePerKey(StatsCombineFn(config.tokenizer))
+        per_job
+        | "StatsJson" >> beam.MapTuple(lambda job, stats: (job, stats.to_json()))
+        | "WriteStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json"))
+    )
+    (
+        per_job
+        | "JobStats" >> beam.Values()
+        | "MergeRunStats" >> beam.CombineGlobally(MergeStats())
+        | "KeyRunStats" >> beam.Map(lambda stats: (RUN_KEY, stats))
         | "WriteRunStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json"))
     )
     counts = (

@@ -51,8 +51,7 @@ class SpillBundle(beam.DoFn):
         job = job_of(bundle)
         shard = shard_of(bundle["instance_id"], self.num_shards)
         part = layout.part_path(self.output, job, shard, repr(payload["sort_key"]))
-        layout.write_part(part + ".im", b"".join(payload["im_lines"]))
-        layout.write_part(part + ".lf", b"\n".join(payload["lf_items"]))
+        layout.write_part(part, b"".join(payload["im_lines"]), b"\n".join(payload["lf_items"]))
         ref = (payload["sort_key"], part, len(payload["lf_items"]), payload["lf_reshapes"])
         yield (job, shard), ref
 
@@ -71,19 +70,21 @@ class WriteShard(beam.DoFn):
         folder = layout.job_dir(self.output, job)
         parts = [ref[1] for ref in ordered]
         im_name = layout.shard_name(layout.IM, shard, self.num_shards)
-        with layout.FileWriter(f"{folder}/{im_name}") as im:
-            for part in parts:
-                im.write(layout.read_bytes(part + ".im"))
         lf_name = layout.shard_name(layout.LF, shard, self.num_shards)
-        with layout.FileWriter(f"{folder}/{lf_name}") as lf:
+        with (
+            layout.FileWriter(f"{folder}/{im_name}") as im,
+            layout.FileWriter(f"{folder}/{lf_name}") as lf,
+        ):
             lf.write(b"[")
             separator = b"\n"
-            for part, (_key, _part, items, _kinds) in zip(parts, ordered, strict=True):
-                if items:
-                    lf.write(separator + layout.read_bytes(part + ".lf").replace(b"\n", b",\n"))
+            for part in parts:
+                im_block, lf_block = layout.read_part(part)
+                im.write(im_block)
+                if lf_block:
+                    lf.write(separator + lf_block.replace(b"\n", b",\n"))
                     separator = b",\n"
             lf.write(b"]\n" if separator == b"\n" else b"\n]\n")
-        layout.delete_parts([suffixed for p in parts for suffixed in (p + ".im", p + ".lf")])
+        layout.delete(parts)
         reshapes: Counter[str] = Counter()
         for ref in ordered:
             reshapes.update(ref[3])

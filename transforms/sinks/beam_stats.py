@@ -58,5 +58,25 @@ class StatsCombineFn(beam.CombineFn):
             merged = stats if merged is None else merged.merge(stats)
         return merged if merged is not None else self.create_accumulator()
 
-    def extract_output(self, stats: Stats) -> dict[str, Any]:
-        return stats.to_json()
+    def extract_output(self, stats: Stats) -> Stats:
+        return stats
+
+
+class MergeStats(beam.CombineFn):
+    """Merges per-job `Stats` into the run's (no record is counted twice)."""
+
+    def create_accumulator(self) -> Stats | None:
+        return None
+
+    def add_input(self, merged: Stats | None, stats: Stats) -> Stats:
+        return stats if merged is None else merged.merge(stats)
+
+    def merge_accumulators(self, accumulators: Iterable[Stats | None]) -> Stats | None:
+        merged: Stats | None = None
+        for stats in accumulators:
+            if stats is not None:
+                merged = stats if merged is None else merged.merge(stats)
+        return merged
+
+    def extract_output(self, merged: Stats | None) -> dict[str, Any]:
+        return merged.to_json() if merged is not None else Stats().to_json()
