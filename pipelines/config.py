@@ -91,13 +91,34 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE.yaml",
         help="options as YAML keys (e.g. min_score: 0.6); flags win",
     )
-    parser.add_argument("--instance-status", choices=STATUSES)
-    parser.add_argument("--reward-key")
-    parser.add_argument("--reward-threshold", type=float)
-    parser.add_argument("--min-score", type=float)
-    parser.add_argument("--score-key")
-    parser.add_argument("--num-shards", type=int)
-    parser.add_argument("--format", dest="input_format", choices=FORMATS)
+    parser.add_argument(
+        "--instance-status",
+        choices=STATUSES,
+        help="which trials to keep by verifier reward (default: resolved)",
+    )
+    parser.add_argument("--reward-key", help="reward key the gate reads (default: reward)")
+    parser.add_argument(
+        "--reward-threshold", type=float, help="resolved means reward >= this (default: 1.0)"
+    )
+    parser.add_argument(
+        "--min-score",
+        type=float,
+        help="keep a bundle only if its best main-agent score reaches this",
+    )
+    parser.add_argument(
+        "--score-key", help="_score key the filter reads (default: composite_score)"
+    )
+    parser.add_argument(
+        "--num-shards",
+        type=int,
+        help="im/lf files per job: 0 = one im.jsonl and one lf.json (default)",
+    )
+    parser.add_argument(
+        "--format",
+        dest="input_format",
+        choices=FORMATS,
+        help="read every input as this format instead of detecting it",
+    )
     parser.add_argument("--tokenizer", metavar="PATH", help="local tokenizer for token stats")
     parser.add_argument(
         "--chat-template-tokenizer",
@@ -110,7 +131,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="do nothing when inputs, options and scorer are unchanged",
     )
-    parser.add_argument("--no-progress", dest="progress", action="store_false", default=None)
+    parser.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_false",
+        default=None,
+        help="no progress line on stderr",
+    )
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
