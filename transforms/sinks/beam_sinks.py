@@ -52,7 +52,8 @@ class SpillBundle(beam.DoFn):
         shard = shard_of(bundle["instance_id"], self.num_shards)
         part = layout.part_path(self.output, job, shard, repr(payload["sort_key"]))
         layout.write_part(part, b"".join(payload["im_lines"]), b"\n".join(payload["lf_items"]))
-        ref = (payload["sort_key"], part, len(payload["lf_items"]), payload["lf_reshapes"])
+        kinds = dict(Counter(payload["lf_reshapes"]))  # compact: refs are held until the end
+        ref = (payload["sort_key"], part, len(payload["lf_items"]), kinds)
         yield (job, shard), ref
 
 
