@@ -1,0 +1,318 @@
+"""Rate limits, backoff and adaptive slowdown of the LLM client, on an injected clock.
+
+No test here sleeps: time is a `FakeClock` that advances when the code under test "sleeps",
+or a discrete-event simulation of concurrent callers over one shared limiter.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+from collections.abc import Callable
+from concurrent import futures
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from typing import Any
+
+import grpc  # type: ignore[import-untyped]
+import pytest
+from apache_beam.io.components import rate_limit_pb2
+from apache_beam.io.components.rate_limiter import RateLimiter as BeamRateLimiter
+from fake_llm_server import max_in_window, min_in_full_windows
+
+from transforms.llm.rate_limit import BeamRateLimiterAdapter, SlidingWindowLimiter, envoy_limiter
+from transforms.llm.retry import AdaptiveRate, Backoff, RetryPolicy, parse_retry_after
+
+WINDOW = 60.0
+pb2: Any = rate_limit_pb2  # generated protobuf module: no static attributes
+
+
+class FakeClock:
+    """Monotonic time that moves only when someone sleeps on it."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds >= 0
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def simulate(
+    limiter: SlidingWindowLimiter,
+    *,
+    callers: int,
+    duration: float,
+    tokens: int = 0,
+    seed: int = 7,
+    on_grant: Callable[[float], None] | None = None,
+) -> list[float]:
+    """Concurrent callers sharing `limiter`: each asks, waits as told, then spends 0.2-3 s on
+    the request before asking again. Returns the grant times (relative to the start)."""
+    rng = random.Random(seed)
+    next_ask = [0.0] * callers
+    grants: list[float] = []
+    while True:
+        caller = min(range(callers), key=next_ask.__getitem__)
+        now = next_ask[caller]
+        if now >= duration:
+            return grants
+        wait = limiter.try_acquire(tokens, now)
+        if wait > 0:
+            next_ask[caller] = now + wait
+        else:
+            grants.append(now)
+            if on_grant is not None:
+                on_grant(now)
+            next_ask[caller] = now + rng.uniform(0.2, 3.0)
+
+
+@pytest.mark.parametrize("rpm", [30, 120, 500])
+def test_no_minute_sees_more_than_r_and_a_long_run_reaches_90_percent(rpm: int) -> None:
+    grants = simulate(SlidingWindowLimiter(rpm), callers=16, duration=300.0)
+    assert max_in_window(grants, WINDOW) <= rpm
+    assert len(grants) >= 0.9 * rpm * 5
+    assert min_in_full_windows(grants, WINDOW) >= 0.9 * rpm
+
+
+def test_pacing_spreads_the_budget_instead_of_bursting() -> None:
+    paced = simulate(SlidingWindowLimiter(120), callers=16, duration=120.0)
+    gaps = [b - a for a, b in itertools.pairwise(paced)]
+    assert min(gaps) >= 0.5  # 60 s / 120
+    burst = simulate(SlidingWindowLimiter(120, pace=False), callers=16, duration=120.0)
+    assert max_in_window(burst, WINDOW) <= 120  # the window log alone still holds the cap
+    assert max_in_window(burst, 1.0) > 10  # ... but lets a burst through
+    assert max_in_window(paced, 1.0) <= 2
+
+
+def test_tokens_per_minute_hold_in_every_window() -> None:
+    limiter = SlidingWindowLimiter(1000, tokens_per_minute=10_000)
+    grants = simulate(limiter, callers=8, duration=300.0, tokens=1_500)
+    tokens_per_window = 1_500 * max_in_window(grants, WINDOW)
+    assert tokens_per_window <= 10_000
+    assert 1_500 * min_in_full_windows(grants, WINDOW) >= 0.9 * 10_000 - 1_500
+
+
+def test_without_pacing_the_token_window_still_holds() -> None:
+    limiter = SlidingWindowLimiter(None, tokens_per_minute=10_000, pace=False)
+    grants = simulate(limiter, callers=8, duration=300.0, tokens=3_000)
+    assert 3_000 * max_in_window(grants, WINDOW) <= 10_000
+    assert len(grants) >= 0.9 * 3 * 5  # 3 requests fit in a window
+
+
+def test_a_request_larger_than_the_token_budget_goes_alone() -> None:
+    limiter = SlidingWindowLimiter(None, tokens_per_minute=1_000, pace=False)
+    assert limiter.try_acquire(600, 0.0) == 0.0
+    assert limiter.try_acquire(5_000, 1.0) == pytest.approx(59.0)
+    assert limiter.try_acquire(5_000, 60.0) == 0.0  # the window is empty again
+    assert limiter.try_acquire(1, 61.0) == pytest.approx(59.0)
+
+
+def test_acquire_blocks_through_the_injected_sleep() -> None:
+    clock = FakeClock()
+    limiter = SlidingWindowLimiter(60, clock=clock, sleep=clock.sleep)
+    start = clock.now
+    for _ in range(5):
+        limiter.acquire()
+    assert clock.now - start == pytest.approx(4 * 1.0 * 1.02)
+    assert len(clock.sleeps) == 4
+
+
+def test_one_limiter_is_shared_safely_by_threads() -> None:
+    limiter = SlidingWindowLimiter(50, pace=False)
+    granted: list[int] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        mine = sum(1 for _ in range(40) if limiter.try_acquire(0, 5.0) == 0.0)
+        with lock:
+            granted.append(mine)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(granted) == 50
+
+
+def test_per_worker_share_divides_the_budget() -> None:
+    limiter = SlidingWindowLimiter.per_worker(600, 1_200_000, workers=4)
+    assert limiter.request_cap() == 150
+    assert limiter.token_cap() == 300_000
+
+
+# -- backoff, Retry-After, AIMD ----------------------------------------------------------
+
+
+def test_full_jitter_stays_within_the_exponential_ceiling() -> None:
+    backoff = Backoff(base_s=0.5, cap_s=8.0)
+    assert [backoff.ceiling(n) for n in range(6)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+    rng = random.Random(3)
+    for n in range(8):
+        delays = [backoff.delay(n, rng.random()) for _ in range(200)]
+        assert all(0.0 <= d < backoff.ceiling(n) for d in delays)
+        assert max(delays) > 0.8 * backoff.ceiling(n)  # the whole range is used
+    assert backoff.delay(3, 0.0) == 0.0
+
+
+def test_retry_after_seconds_and_http_date() -> None:
+    now = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
+    later = format_datetime(now + timedelta(seconds=30), usegmt=True)
+    earlier = format_datetime(now - timedelta(seconds=30), usegmt=True)
+    assert parse_retry_after("7", now.timestamp()) == 7.0
+    assert parse_retry_after(" 1.5 ", now.timestamp()) == 1.5
+    assert parse_retry_after(later, now.timestamp()) == pytest.approx(30.0)
+    assert parse_retry_after(earlier, now.timestamp()) == 0.0
+    assert parse_retry_after("-3", now.timestamp()) is None
+    assert parse_retry_after("soon", now.timestamp()) is None
+    assert parse_retry_after(None, now.timestamp()) is None
+
+
+def test_retry_policy_honours_retry_after_over_backoff() -> None:
+    now = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
+    policy = RetryPolicy(
+        backoff=Backoff(base_s=1.0, cap_s=4.0),
+        random=lambda: 0.999,
+        wall_clock=now.timestamp,
+        max_retry_after_s=60.0,
+    )
+    assert 10.0 <= policy.delay_s(0, "10") <= 11.0  # type: ignore[operator]
+    date = format_datetime(now + timedelta(seconds=20), usegmt=True)
+    assert 20.0 <= policy.delay_s(5, date) <= 22.0  # type: ignore[operator]
+    assert policy.delay_s(5, None) == pytest.approx(0.999 * 4.0)
+    assert policy.delay_s(0, "3600") is None  # longer than we are willing to stall
+
+
+def test_aimd_cuts_the_rate_on_pushback_and_recovers_additively() -> None:
+    limiter = SlidingWindowLimiter(120, pace=True)
+    aimd = AdaptiveRate(limiter, decrease=0.5, increase=0.1, floor=0.1)
+    aimd.on_pushback()
+    aimd.on_pushback()
+    assert limiter.rate_factor == pytest.approx(0.25)
+    assert limiter.request_cap() == 30
+    for _ in range(5):
+        aimd.on_pushback()
+    assert limiter.rate_factor == pytest.approx(0.1)  # never below the floor
+    steps = []
+    for _ in range(12):
+        aimd.on_success()
+        steps.append(round(limiter.rate_factor, 6))
+    assert steps[:3] == [0.2, 0.3, 0.4]
+    assert steps[-1] == 1.0 and max(steps) == 1.0
+
+
+def test_aimd_slows_a_run_while_pushed_back_and_restores_it_after() -> None:
+    limiter = SlidingWindowLimiter(120)
+    aimd = AdaptiveRate(limiter, decrease=0.5, increase=0.05)
+
+    def server_feedback(now: float) -> None:
+        if 60.0 <= now < 120.0 and limiter.rate_factor == 1.0:
+            aimd.on_pushback()  # two 429s at the start of the second minute
+            aimd.on_pushback()
+        elif now >= 120.0:
+            aimd.on_success()
+
+    grants = simulate(limiter, callers=8, duration=240.0, on_grant=server_feedback)
+    per_minute = [sum(1 for t in grants if m * 60 <= t < (m + 1) * 60) for m in range(4)]
+    assert per_minute[0] >= 0.9 * 120
+    assert per_minute[1] <= 0.3 * per_minute[0]
+    assert per_minute[3] >= 0.9 * 120
+    assert limiter.rate_factor == 1.0
+    assert max_in_window(grants, WINDOW) <= 120
+
+
+# -- Beam's RateLimiter behind the same interface ----------------------------------------
+
+
+class CountingBeamLimiter(BeamRateLimiter):
+    """A Beam RateLimiter with a fixed budget of hits (no service, no sleeping)."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__(namespace="test")
+        self.budget = budget
+        self.calls: list[int] = []
+
+    def allow(self, **kwargs: Any) -> bool:
+        hits_added = int(kwargs.get("hits_added", 1))
+        self.calls.append(hits_added)
+        if hits_added > self.budget:
+            return False
+        self.budget -= hits_added
+        return True
+
+
+def test_beam_adapter_charges_requests_and_tokens() -> None:
+    requests, tokens = CountingBeamLimiter(2), CountingBeamLimiter(1_000)
+    adapter = BeamRateLimiterAdapter(requests, tokens, retry_wait_s=2.5)
+    adapter.acquire(400)
+    assert adapter.try_acquire(500, 0.0) == 0.0
+    assert requests.calls == [1, 1] and tokens.calls == [400, 500]
+    assert adapter.try_acquire(10, 0.0) == 2.5  # out of request budget: wait and ask again
+
+
+def test_beam_adapter_waits_with_the_injected_sleep_and_charges_a_request_once() -> None:
+    requests, tokens = CountingBeamLimiter(1), CountingBeamLimiter(0)
+    clock = FakeClock()
+
+    def sleep_and_refill(seconds: float) -> None:
+        clock.sleep(seconds)
+        tokens.budget += 100
+
+    adapter = BeamRateLimiterAdapter(requests, tokens, retry_wait_s=2.5, sleep=sleep_and_refill)
+    adapter.acquire(150)
+    assert requests.calls == [1]  # the granted request hit is kept while tokens are awaited
+    assert clock.sleeps == [2.5, 2.5]
+
+
+class FakeEnvoyRateLimitService:
+    """A loopback gRPC Envoy RLS: a fixed budget of hits per descriptor, never reset."""
+
+    def __init__(self, budgets: dict[str, int]) -> None:
+        self.budgets = dict(budgets)
+        self.lock = threading.Lock()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        handler = grpc.method_handlers_generic_handler(
+            "envoy.service.ratelimit.v3.RateLimitService",
+            {
+                "ShouldRateLimit": grpc.unary_unary_rpc_method_handler(
+                    self.should_rate_limit,
+                    request_deserializer=pb2.RateLimitRequest.FromString,
+                    response_serializer=pb2.RateLimitResponse.SerializeToString,
+                )
+            },
+        )
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+
+    def should_rate_limit(self, request: Any, context: object) -> Any:
+        value = request.descriptors[0].entries[0].value
+        codes: Any = pb2.RateLimitResponse
+        with self.lock:
+            if self.budgets[value] < request.hits_addend:
+                status = codes.DescriptorStatus(code=codes.OVER_LIMIT)
+                status.duration_until_reset.FromMilliseconds(1)
+                return codes(overall_code=codes.OVER_LIMIT, statuses=[status])
+            self.budgets[value] -= request.hits_addend
+        return codes(overall_code=codes.OK)
+
+
+def test_envoy_limiter_gives_all_workers_one_global_budget() -> None:
+    service = FakeEnvoyRateLimitService({"requests": 5, "tokens": 10_000})
+    service.server.start()
+    try:
+        workers = [
+            envoy_limiter(f"127.0.0.1:{service.port}", "trajcurate-llm", block_until_allowed=False)
+            for _ in range(3)
+        ]
+        results = [w.try_acquire(100, 0.0) for _ in range(3) for w in workers]
+    finally:
+        service.server.stop(grace=None)
+    assert results.count(0.0) == 5  # 9 asks from 3 workers, one budget of 5
+    assert service.budgets == {"requests": 0, "tokens": 10_000 - 5 * 100}

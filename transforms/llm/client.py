@@ -1,0 +1,388 @@
+"""An OpenAI-compatible chat-completions client for the LLM judges: one method, `complete`.
+
+The judges (scorers/llm_judges) build a request — messages, the answer's JSON schema and its
+pydantic model — and get back a validated answer or a `JudgeError`. Everything between is
+here: rate limiting, retries with backoff, the response cache, structured-output negotiation
+and counting.
+
+Structured output: the client asks for `response_format: json_schema` (strict); when the
+server refuses it (a 400/422 whose body names response_format/json_schema/json_object) it
+falls back to `json_object`, then to plain text, adding the schema to the system prompt, and
+keeps the level that worked for its later requests. Every answer is parsed (whole text, a
+fenced block, or the first balanced `{...}`) and validated with the answer model; a
+malformed answer is retried — with the validation error shown to the model — within the
+same retry budget as 429/5xx/timeouts/dropped connections.
+
+The API key comes from `OPENAI_API_KEY` (or `api_key=`). It is sent only as the
+Authorization header: never logged, never in an exception, a repr, a counter or an output,
+and the client refuses to be pickled (build it in `DoFn.setup`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from transforms.llm.cache import ResponseCache, cache_key
+from transforms.llm.chat_format import (
+    FORMAT_LEVELS,
+    MAX_REASON,
+    AnswerT,
+    ChatRequestLike,
+    Completion,
+    JudgeError,
+    build_body,
+    estimate_prompt_tokens,
+    parse_answer,
+    read_chat,
+    repair_turns,
+)
+from transforms.llm.counters import LLMCounters
+from transforms.llm.rate_limit import Limiter
+from transforms.llm.retry import PUSHBACK_STATUSES, RetryPolicy, is_retryable_exception
+from transforms.llm.retry import is_retryable_status as _retryable_status
+
+__all__ = ["ChatClient", "ChatRequestLike", "Completion", "JudgeError"]
+
+_LOG = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object")
+
+
+@dataclass
+class _Attempts:
+    """Book-keeping of one `complete()` call."""
+
+    messages: list[Mapping[str, object]]
+    requests: int = 0
+    retries: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+class ChatClient:
+    """Chat completions with structured answers, limits, retries, a cache and counters."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        temperature: float = 0.0,
+        response_format: str = "json_schema",
+        limiter: Limiter | None = None,
+        retry: RetryPolicy | None = None,
+        cache: ResponseCache | None = None,
+        counters: LLMCounters | None = None,
+        repair_malformed: bool = True,
+        transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if response_format not in FORMAT_LEVELS:
+            raise ValueError(f"response_format must be one of {FORMAT_LEVELS}")
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip(
+            "/"
+        )
+        self.temperature = temperature
+        self.limiter = limiter
+        self.retry = retry or RetryPolicy()
+        self.cache = cache
+        self.counters = counters if counters is not None else LLMCounters()
+        self.repair_malformed = repair_malformed
+        self._clock = clock
+        self._level = response_format
+        self._level_lock = threading.Lock()
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self._redact = _redactor(key)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
+            transport=transport,
+        )
+
+    @property
+    def response_format(self) -> str:
+        """The structured-output level this client currently uses."""
+        return self._level
+
+    def request_body(
+        self, request: ChatRequestLike[BaseModel], level: str = "json_schema"
+    ) -> dict[str, Any]:
+        return build_body(self.model, request, level, temperature=self.temperature)
+
+    def complete(self, request: ChatRequestLike[AnswerT]) -> Completion[AnswerT]:
+        """A validated answer to `request`, from the cache or the server; else `JudgeError`."""
+        started = self._clock()
+        key = None
+        if self.cache is not None:
+            key = cache_key(self.model, self.request_body(request))
+            cached = self._from_cache(request, key, started)
+            if cached is not None:
+                return cached
+        try:
+            completion = self._call(request, key, started)
+        except JudgeError:
+            self.counters.add("failures")
+            raise
+        self.counters.add("completions")
+        return completion
+
+    def _from_cache(
+        self, request: ChatRequestLike[AnswerT], key: str, started: float
+    ) -> Completion[AnswerT] | None:
+        assert self.cache is not None
+        found = self.cache.lookup(key)
+        entry, corrupt = found.entry, found.corrupt
+        if entry is not None:
+            try:
+                answer = request.answer_model.model_validate(entry["answer"])
+            except ValidationError:
+                corrupt = "answer does not fit the schema"
+            else:
+                self.counters.add("cache_hits")
+                self.counters.add("completions")
+                return Completion(
+                    answer,
+                    entry["raw_text"],
+                    int(entry.get("tokens_in", 0)),
+                    int(entry.get("tokens_out", 0)),
+                    self._clock() - started,
+                    0,
+                    cached=True,
+                    response_format=str(entry.get("response_format", "json_schema")),
+                )
+        if corrupt is not None:
+            self.counters.add("cache_corrupt")
+        self.counters.add("cache_misses")
+        return None
+
+    def _call(
+        self, request: ChatRequestLike[AnswerT], key: str | None, started: float
+    ) -> Completion[AnswerT]:
+        state = _Attempts(messages=list(request.messages))
+        budget = estimate_prompt_tokens(request) + request.max_tokens
+        while True:
+            level = self._level
+            body = build_body(
+                self.model, request, level, temperature=self.temperature, messages=state.messages
+            )
+            if self.limiter is not None:
+                self.limiter.acquire(budget)
+            state.requests += 1
+            self.counters.add("requests")
+            sent = self._clock()
+            try:
+                response = self._http.post("/chat/completions", json=body)
+            except httpx.HTTPError as exc:
+                self._after_transport_error(exc, state, request)
+                continue
+            latency = self._clock() - sent
+            if response.is_success:
+                done = self._after_answer(response, state, request, level, latency)
+                if done is not None:
+                    answer, raw_text, parsed = done
+                    if self.cache is not None and key is not None:
+                        self._store(key, request, raw_text, parsed, state, level)
+                    return Completion(
+                        answer,
+                        raw_text,
+                        state.tokens_in,
+                        state.tokens_out,
+                        self._clock() - started,
+                        state.requests,
+                        response_format=level,
+                    )
+            elif not self._downgraded(response, level):
+                self._after_http_error(response, state, request)
+
+    def _after_transport_error(
+        self, exc: httpx.HTTPError, state: _Attempts, request: ChatRequestLike[BaseModel]
+    ) -> None:
+        kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "connection failed"
+        reason = f"{kind} ({type(exc).__name__})"
+        self.counters.add("transport_errors")
+        if not is_retryable_exception(exc):
+            self._fail(reason, state, request, exc)
+        self._backoff_or_fail(reason, None, state, request, exc)
+
+    def _after_http_error(
+        self, response: httpx.Response, state: _Attempts, request: ChatRequestLike[BaseModel]
+    ) -> None:
+        status = response.status_code
+        reason = f"HTTP {status}{_error_message(response, self._redact)}"
+        if not _retryable_status(status):
+            self._fail(reason, state, request)
+        if status == 429:
+            self.counters.add("rate_limited")
+        elif status >= 500:
+            self.counters.add("server_errors")
+        if status in PUSHBACK_STATUSES:
+            self.retry.note_pushback()
+        self._backoff_or_fail(reason, response.headers.get("retry-after"), state, request)
+
+    def _backoff_or_fail(
+        self,
+        reason: str,
+        retry_after: str | None,
+        state: _Attempts,
+        request: ChatRequestLike[BaseModel],
+        cause: BaseException | None = None,
+    ) -> None:
+        if state.retries >= self.retry.max_retries:
+            self._fail(f"{reason}; gave up after {state.requests} attempts", state, request, cause)
+        delay = self.retry.delay_s(state.retries, retry_after)
+        if delay is None:
+            self._fail(f"{reason}; Retry-After {retry_after} is too long", state, request, cause)
+        _LOG.info(
+            "LLM %s: %s, retry %d in %.2fs", request.purpose, reason, state.retries + 1, delay
+        )
+        state.retries += 1
+        self.counters.add("retries")
+        self.retry.sleep(delay)
+
+    def _after_answer(
+        self,
+        response: httpx.Response,
+        state: _Attempts,
+        request: ChatRequestLike[AnswerT],
+        level: str,
+        latency: float,
+    ) -> tuple[AnswerT, str, dict[str, Any]] | None:
+        """The parsed answer, or None after arranging a retry of a malformed one."""
+        self.retry.note_success()
+        raw_text, usage, finish_reason = read_chat(_json_or_none(response))
+        state.tokens_in += usage[0]
+        state.tokens_out += usage[1]
+        self.counters.add("tokens_in", usage[0])
+        self.counters.add("tokens_out", usage[1])
+        if raw_text is None:
+            reason = "the response is not a chat completion"
+        else:
+            try:
+                answer, parsed = parse_answer(raw_text, request.answer_model)
+            except ValueError as exc:
+                reason = str(exc)[:MAX_REASON]
+                if finish_reason == "length":
+                    reason = f"answer cut at max_tokens ({reason})"
+            else:
+                self.counters.record_latency(latency)
+                return answer, raw_text, parsed
+        self.counters.add("malformed")
+        if state.retries >= self.retry.max_retries:
+            self._fail(
+                f"malformed answer: {reason}; gave up after {state.requests} attempts",
+                state,
+                request,
+            )
+        state.retries += 1
+        self.counters.add("retries")
+        if self.repair_malformed:
+            state.messages = [*request.messages, *repair_turns(raw_text or "", reason, level)]
+        return None
+
+    def _downgraded(self, response: httpx.Response, level: str) -> bool:
+        """Step down one response-format level when the server refused this one."""
+        if response.status_code not in (400, 422) or level == "text":
+            return False
+        if not any(word in response.text.lower() for word in _FORMAT_WORDS):
+            return False
+        with self._level_lock:
+            if self._level == level:
+                self._level = FORMAT_LEVELS[FORMAT_LEVELS.index(level) + 1]
+                _LOG.warning("LLM server refused response_format %s: using %s", level, self._level)
+        self.counters.add("format_fallbacks")
+        return True
+
+    def _store(
+        self,
+        key: str,
+        request: ChatRequestLike[BaseModel],
+        raw_text: str,
+        parsed: dict[str, Any],
+        state: _Attempts,
+        level: str,
+    ) -> None:
+        assert self.cache is not None
+        entry = {
+            "model": self.model,
+            "purpose": request.purpose,
+            "answer": parsed,
+            "raw_text": raw_text,
+            "tokens_in": state.tokens_in,
+            "tokens_out": state.tokens_out,
+            "response_format": level,
+        }
+        self.cache.put(key, entry)
+
+    def _fail(
+        self,
+        reason: str,
+        state: _Attempts,
+        request: ChatRequestLike[BaseModel],
+        cause: BaseException | None = None,
+    ) -> NoReturn:
+        raise JudgeError(
+            self._redact(reason), attempts=state.requests, purpose=request.purpose
+        ) from cause
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(
+            "ChatClient holds a connection and a secret and is not pickled: "
+            "build it in DoFn.setup()"
+        )
+
+    def __repr__(self) -> str:
+        url = httpx.URL(self.base_url).copy_with(username=None, password=None, query=None)
+        return (
+            f"ChatClient(model={self.model!r}, base_url={str(url)!r}, "
+            f"response_format={self._level!r})"
+        )
+
+
+def _redactor(secret: str | None) -> Callable[[str], str]:
+    def redact(text: str) -> str:
+        return text.replace(secret, "[redacted]") if secret else text
+
+    return redact
+
+
+def _error_message(response: httpx.Response, redact: Callable[[str], str]) -> str:
+    """': <the server's error message>' cut short, or '' when there is none."""
+    try:
+        error = response.json().get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+    except (ValueError, AttributeError):
+        message = None
+    if not isinstance(message, str) or not message.strip():
+        return ""
+    return f": {redact(message.strip())[:MAX_REASON]}"
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
