@@ -16,6 +16,8 @@ from scorers.tqs_v2 import SCORE_KEYS
 from transforms.readers.registry import FORMATS
 from transforms.reward_gate import STATUSES
 
+JUDGE_KINDS = ("fixed", "dynamic", "both")
+
 
 class ConfigError(ValueError):
     """An option value that cannot work; the message names the option."""
@@ -36,6 +38,21 @@ class RunConfig:
     tokenizer: str | None = None
     chat_template_tokenizer: str | None = None
     progress: bool = True
+    llm_judge: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_base_url: str | None = None
+    llm_concurrency: int = 4
+    llm_rpm: float | None = None
+    llm_tpm: float | None = None
+    llm_workers: int = 1
+    llm_max_retries: int = 5
+    llm_timeout: float = 120.0
+    llm_cache: str | None = None
+    llm_batch_size: int = 16
+    llm_question_field: str | None = None
+    llm_dry_run: bool = False
+    llm_price_in: float = 0.0
+    llm_price_out: float = 0.0
     beam_args: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
@@ -47,12 +64,40 @@ class RunConfig:
             raise ConfigError(f"--instance-status: one of {', '.join(STATUSES)}")
         if self.num_shards < 0:
             raise ConfigError("--num-shards: 0 (one file per output) or more")
-        if self.score_key not in SCORE_KEYS or self.score_key in ("scaffold",):
-            raise ConfigError("--score-key: a numeric key of _score, e.g. composite_score")
+        numeric = self.score_key in SCORE_KEYS and self.score_key != "scaffold"
+        if not numeric and not self.score_key.startswith("llm_"):
+            raise ConfigError(
+                "--score-key: a numeric key of _score (e.g. composite_score) or of the LLM "
+                "judge's output (e.g. llm_composite_score, llm_checklist_csr)"
+            )
+        if self.llm_judge is not None and self.llm_judge not in JUDGE_KINDS:
+            raise ConfigError(f"--llm-judge: one of {', '.join(JUDGE_KINDS)}")
+        if self.llm_concurrency < 1 or self.llm_workers < 1 or self.llm_batch_size < 1:
+            raise ConfigError("--llm-concurrency, --llm-workers, --llm-batch-size: at least 1")
         if self.min_score is not None and not 0.0 <= self.min_score <= 1.0:
             raise ConfigError("--min-score: a number from 0 to 1")
         if self.input_format is not None and self.input_format not in FORMATS:
             raise ConfigError(f"--format: one of {', '.join(FORMATS)}")
+
+    def judge_settings(self) -> Any:
+        """The LLM judge's settings (imported lazily: judging is optional)."""
+        from transforms.llm.judging import JudgeSettings
+
+        return JudgeSettings(
+            kind=self.llm_judge or "fixed",
+            model=self.llm_model,
+            base_url=self.llm_base_url,
+            concurrency=self.llm_concurrency,
+            rpm=self.llm_rpm,
+            tpm=self.llm_tpm,
+            workers=self.llm_workers,
+            max_retries=self.llm_max_retries,
+            timeout_s=self.llm_timeout,
+            cache_dir=self.llm_cache,
+            question_field=self.llm_question_field,
+            price_in=self.llm_price_in,
+            price_out=self.llm_price_out,
+        )
 
     def public(self) -> dict[str, Any]:
         """The options as written to the manifest."""
@@ -63,6 +108,20 @@ class RunConfig:
 
 
 _FLAG_TYPES: dict[str, Any] = {
+    "llm_judge": str,
+    "llm_model": str,
+    "llm_base_url": str,
+    "llm_concurrency": int,
+    "llm_rpm": float,
+    "llm_tpm": float,
+    "llm_workers": int,
+    "llm_max_retries": int,
+    "llm_timeout": float,
+    "llm_cache": str,
+    "llm_batch_size": int,
+    "llm_question_field": str,
+    "llm_price_in": float,
+    "llm_price_out": float,
     "instance_status": str,
     "reward_key": str,
     "reward_threshold": float,
@@ -131,6 +190,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="do nothing when inputs, options and scorer are unchanged",
     )
+    _add_llm_arguments(parser)
     parser.add_argument(
         "--no-progress",
         dest="progress",
@@ -138,6 +198,47 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="no progress line on stderr",
     )
+
+
+def _add_llm_arguments(parser: argparse.ArgumentParser) -> None:
+    llm = parser.add_argument_group("LLM judges (optional; main-agent records only)")
+    llm.add_argument(
+        "--llm-judge",
+        choices=JUDGE_KINDS,
+        help="judge with the fixed checklist, the dynamic one, or both",
+    )
+    llm.add_argument("--llm-model", help="model name at the endpoint (default: gpt-4o-mini)")
+    llm.add_argument(
+        "--llm-base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI)"
+    )
+    llm.add_argument("--llm-concurrency", type=int, help="requests in flight per worker (4)")
+    llm.add_argument("--llm-rpm", type=float, help="requests per minute for the whole job")
+    llm.add_argument("--llm-tpm", type=float, help="tokens per minute for the whole job")
+    llm.add_argument(
+        "--llm-workers",
+        type=int,
+        help="workers sharing the budget (each gets rpm/tpm divided by this; 1)",
+    )
+    llm.add_argument("--llm-max-retries", type=int, help="retries per request (5)")
+    llm.add_argument("--llm-timeout", type=float, help="seconds per request (120)")
+    llm.add_argument(
+        "--llm-cache",
+        metavar="DIR",
+        help="answer cache (local or Beam filesystem path): never pay twice",
+    )
+    llm.add_argument("--llm-batch-size", type=int, help="bundles per judging batch (16)")
+    llm.add_argument(
+        "--llm-question-field",
+        help="_instance_metadata / unique_info field holding the task statement",
+    )
+    llm.add_argument(
+        "--llm-dry-run",
+        action="store_true",
+        default=None,
+        help="count the calls and tokens a run would make, and the cost; no call",
+    )
+    llm.add_argument("--llm-price-in", type=float, help="USD per million input tokens")
+    llm.add_argument("--llm-price-out", type=float, help="USD per million output tokens")
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
@@ -166,7 +267,7 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> RunConfi
     values: dict[str, Any] = load_yaml(args.config) if args.config else {}
     if isinstance(values.get("inputs"), str):
         values["inputs"] = [values["inputs"]]
-    for name in ("inputs", "output", "skip_unchanged", "progress", *_FLAG_TYPES):
+    for name in ("inputs", "output", "skip_unchanged", "progress", "llm_dry_run", *_FLAG_TYPES):
         given = getattr(args, name, None)
         if given is not None:
             values[name] = given

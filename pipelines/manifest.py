@@ -124,7 +124,9 @@ def _complete(folder: str, num_shards: int) -> list[str]:
     return names
 
 
-def finalize(config: RunConfig, signature: str, wall_seconds: float) -> dict[str, Any]:
+def finalize(
+    config: RunConfig, signature: str, wall_seconds: float, metrics: dict[str, int] | None = None
+) -> dict[str, Any]:
     """Write every job's manifest and dataset_info.json and the run manifest; return it."""
     common = {
         "trajcurate_version": _version("trajcurate"),
@@ -158,7 +160,13 @@ def finalize(config: RunConfig, signature: str, wall_seconds: float) -> dict[str
     for manifest in jobs.values():
         for key, value in manifest["counts"].items():
             totals[key] = totals.get(key, 0) + value
-    run = {**common, "jobs": sorted(jobs), "counts": totals, "accounting": accounting(totals)}
+    run = {
+        **common,
+        "jobs": sorted(jobs),
+        "counts": totals,
+        "accounting": accounting(totals),
+        "beam_metrics": metrics or {},
+    }
     _write_json(FileSystems.join(config.output, "manifest.json"), run)
     return {"run": run, "jobs": jobs}
 

@@ -71,9 +71,44 @@ def execute(config: RunConfig) -> int:
     if _is_dry_run(pipeline):
         print(f"{PROG}: dry run: the job was translated for its runner and not submitted")
         return 0
-    summary = finalize(config, signature, wall)
+    summary = finalize(config, signature, wall, stage_metrics(result))
     print(render_summary(summary, config.output, wall))
+    if config.llm_judge:
+        print(_judge_line(config, summary["run"]))
     return 0 if summary["run"]["accounting"]["balanced"] else 1
+
+
+def stage_metrics(result: Any) -> dict[str, int]:
+    """Beam counters of the run (`<stage>.in/kept/rejected/dead_letter`, `llm.*`)."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    try:
+        counters = result.metrics().query(MetricsFilter().with_namespace("trajcurate"))["counters"]
+    except Exception:  # a runner without metrics support still gets its files
+        return {}
+    totals: dict[str, int] = {}
+    for counter in counters:
+        name = counter.key.metric.name
+        totals[name] = totals.get(name, 0) + int(counter.committed or counter.attempted or 0)
+    return dict(sorted(totals.items()))
+
+
+def _judge_line(config: RunConfig, run: dict[str, Any]) -> str:
+    if config.llm_dry_run:
+        from pipelines.run_pipeline import DRY_RUN_FILE
+
+        return f"LLM dry run: estimate in {config.output}/{DRY_RUN_FILE} (no request sent)"
+    metrics = run.get("beam_metrics", {})
+    names = (
+        "requests",
+        "retries",
+        "rate_limited",
+        "failures",
+        "cache_hits",
+        "tokens_in",
+        "tokens_out",
+    )
+    return "LLM judge: " + ", ".join(f"{n} {metrics.get('llm.' + n, 0)}" for n in names)
 
 
 def _is_dry_run(pipeline: Any) -> bool:

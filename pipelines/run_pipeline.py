@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.transforms import combiners
 
 from pipelines.config import RunConfig
 from transforms import bundle_steps as steps
@@ -38,6 +39,7 @@ from transforms.stages import (
 )
 
 COUNTS_FILE = ".counts.json"
+DRY_RUN_FILE = "llm_dry_run.json"
 RESHAPES_FILE = ".lf_reshapes.json"
 
 
@@ -64,8 +66,9 @@ def build(pipeline: beam.Pipeline, config: RunConfig) -> None:
     )
     valid = _split(gated.main, "Validate", CheckBundle("validate", steps.validation_problem))
     scored = _split(valid.main, "ScoreTQSv2", TransformBundle("score", steps.score_bundle))
+    judged = _judge(scored.main, config)
     kept = _split(
-        scored.main,
+        judged,
         "ScoreFilter",
         CheckBundle("filter", partial(steps.score_filter_problem, settings=score_filter)),
     )
@@ -73,6 +76,30 @@ def build(pipeline: beam.Pipeline, config: RunConfig) -> None:
     rejects = [s[REJECTED] for s in stages] | "AllRejects" >> beam.Flatten()
     dead = [s[DEAD_LETTER] for s in stages] | "AllDeadLetters" >> beam.Flatten()
     _write_outputs(config, read.main, kept.main, rejects, dead)
+
+
+def _judge(scored: Any, config: RunConfig) -> Any:
+    """The optional LLM judges, on batches of bundles (or only their cost, in a dry run)."""
+    if not config.llm_judge:
+        return scored
+    from transforms.judge_stage import JudgeBundles, PlanJudgeCalls, sum_estimates
+
+    settings = config.judge_settings()
+    batches = scored | "BatchForJudge" >> beam.BatchElements(
+        min_batch_size=1, max_batch_size=config.llm_batch_size
+    )
+    if not config.llm_dry_run:
+        return batches | "LLMJudge" >> beam.ParDo(JudgeBundles(settings))
+    planned = batches | "PlanJudgeCalls" >> beam.ParDo(PlanJudgeCalls(settings)).with_outputs(
+        "estimate", main="bundles"
+    )
+    (
+        planned.estimate
+        | "AllEstimates" >> combiners.ToList()
+        | "SumEstimates" >> beam.Map(lambda estimates: (RUN_KEY, sum_estimates(estimates)))
+        | "WriteEstimate" >> beam.ParDo(WriteJobJson(config.output, DRY_RUN_FILE))
+    )
+    return planned.bundles
 
 
 def _write_outputs(config: RunConfig, read: Any, kept: Any, rejects: Any, dead: Any) -> None:

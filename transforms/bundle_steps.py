@@ -63,7 +63,8 @@ def best_main_score(bundle: Mapping[str, Any], score_key: str) -> float | None:
         info = record["meta_info"]["unique_info"]
         if info.get("_agent_type", "main") != "main":
             continue
-        value = (info.get("_score") or {}).get(score_key)
+        scores = info.get("_score") or {}
+        value = scores.get(score_key, (info.get("_llm_judge") or {}).get(score_key))
         if isinstance(value, int | float) and (best is None or value > best):
             best = float(value)
     return best
