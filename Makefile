@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := out/demo
 
-.PHONY: venv demo test lint bench bench-convert clean
+.PHONY: venv demo test lint bench bench-convert bench-pipeline clean
 
 venv: $(STAMP)
 
@@ -39,6 +39,9 @@ bench: venv
 
 bench-convert: venv
 	$(BIN)/python benchmarks/bench_convert.py --job $(SHARED)/data/composed/jobs/2026-06-16__12-00-00
+
+bench-pipeline: venv
+	$(BIN)/python benchmarks/bench_pipeline.py --sizes 1000 10000
 
 clean:
 	rm -rf out build .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from measure import measure
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_JOB = REPO_ROOT.parent / "shared" / "data" / "composed" / "jobs" / "2026-06-16__12-00-00"
@@ -32,27 +32,6 @@ def build_jobs(source_job: Path, trials: int, dest: Path) -> int:
         sample = samples[index % len(samples)]
         shutil.copytree(sample, job / f"{sample.name[:24]}__{index:07d}")
     return trials
-
-
-_PEAK_OF_CHILD = (
-    "import resource, subprocess, sys\n"
-    "code = subprocess.run(sys.argv[1:], capture_output=True).returncode\n"
-    "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-)
-
-
-def measure(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one command, run under a fresh parent process so
-    that the peak is that command's alone."""
-    started = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-c", _PEAK_OF_CHILD, *command], capture_output=True, text=True
-    )
-    wall = time.perf_counter() - started
-    code, peak_kib = result.stdout.split()
-    if code != "0":
-        sys.exit(f"command failed ({code}): {' '.join(command)}")
-    return wall, int(peak_kib) / 1024
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,28 +13,11 @@ import argparse
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from measure import measure
+
 HERE = Path(__file__).resolve().parent
-_PEAK_OF_CHILD = (
-    "import resource, subprocess, sys\n"
-    "code = subprocess.run(sys.argv[1:], capture_output=True).returncode\n"
-    "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-)
-
-
-def measure(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one command, measured under a fresh parent."""
-    started = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-c", _PEAK_OF_CHILD, *command], capture_output=True, text=True
-    )
-    wall = time.perf_counter() - started
-    code, peak_kib = result.stdout.split()
-    if code != "0":
-        sys.exit(f"command failed ({code}): {' '.join(command)}")
-    return wall, int(peak_kib) / 1024
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pipelines.jsonl import JsonlWriter
-from pipelines.outputs import CommandError, atomic_jsonl_outputs, rejects_path
+from pipelines.outputs import (
+    CommandError,
+    atomic_jsonl_outputs,
+    rejects_path,
+    run_reporting_errors,
+)
 from pipelines.progress import Progress
 from scorers.im_validity import bundle_problem
 from transforms.readers.bundle import Bundle, ReaderError
@@ -81,14 +86,9 @@ def add_parser(subcommands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        stats = convert(args, sys.stderr)
-    except CommandError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except OSError as exc:
-        print(f"{PROG}: error: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
-        return 2
+    stats = run_reporting_errors(PROG, lambda: convert(args, sys.stderr))
+    if isinstance(stats, int):
+        return stats
     print(f"{PROG}: {stats.written_bundles} bundles -> {args.output}")
     print(f"{PROG}: {sum(stats.rejected.values())} rejects -> {rejects_path(args.output)}")
     print(stats.render())

@@ -7,13 +7,15 @@ that fails leaves neither half-written output nor a stale partial behind.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from pipelines.jsonl import JsonlWriter
 
-__all__ = ["CommandError", "atomic_jsonl_outputs", "rejects_path"]
+__all__ = ["CommandError", "atomic_jsonl_outputs", "rejects_path", "run_reporting_errors"]
 
 
 class CommandError(Exception):
@@ -22,6 +24,21 @@ class CommandError(Exception):
     def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+ResultT = TypeVar("ResultT")
+
+
+def run_reporting_errors(prog: str, work: Callable[[], ResultT]) -> ResultT | int:
+    """`work()`'s result, or the exit code after one `prog: error: ...` line on stderr."""
+    try:
+        return work()
+    except CommandError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:
+        print(f"{prog}: error: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+        return 2
 
 
 def rejects_path(output: Path) -> Path:

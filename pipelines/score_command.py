@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pipelines.jsonl import JsonlWriter, LineError, is_blank, iter_lines, parse_line
-from pipelines.outputs import CommandError, atomic_jsonl_outputs, rejects_path
+from pipelines.outputs import (
+    CommandError,
+    atomic_jsonl_outputs,
+    rejects_path,
+    run_reporting_errors,
+)
 from pipelines.progress import Progress
 from pipelines.score_summary import ScoreStats
 from scorers import tqs_v2
@@ -66,14 +71,9 @@ def add_parser(subcommands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = ScoreOptions(tuple(args.inputs), args.output, args.scaffold, args.strict)
-    try:
-        stats = score_files(options, sys.stderr)
-    except CommandError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except OSError as exc:
-        print(f"{PROG}: error: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
-        return 2
+    stats = run_reporting_errors(PROG, lambda: score_files(options, sys.stderr))
+    if isinstance(stats, int):
+        return stats
     print(f"{PROG}: {stats.records} records -> {options.output}")
     print(f"{PROG}: {stats.rejected} rejected lines -> {rejects_path(options.output)}")
     print(stats.render())

@@ -34,7 +34,8 @@ from fake_llm_server import (
 )
 from pydantic import BaseModel, Field
 
-from transforms.llm.chat_format import json_candidates, parse_answer
+from scorers.llm_judges.json_answers import json_objects
+from transforms.llm.chat_format import parse_answer
 from transforms.llm.client import ChatClient, Completion, JudgeError
 from transforms.llm.rate_limit import SlidingWindowLimiter
 from transforms.llm.retry import AdaptiveRate, RetryPolicy
@@ -318,7 +319,7 @@ def test_json_is_found_in_a_fence_or_the_first_balanced_object() -> None:
     assert parse_answer(fenced, Verdict)[0].summary == 'a } brace " quote'
     prose = f"<think>maybe {{not this}}</think> Final: {body}}} -- done"
     assert parse_answer(prose, Verdict)[0].checks[0].check_id == good["checks"][0]["check_id"]
-    assert list(json_candidates("no json here")) == []
+    assert list(json_objects("no json here")) == []
     with pytest.raises(ValueError, match="no JSON object"):
         parse_answer("[1, 2]", Verdict)
 

@@ -12,12 +12,13 @@ property required).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["AnswerError", "extract_json", "parse_answer", "strict_json_schema"]
+__all__ = ["AnswerError", "extract_json", "json_objects", "parse_answer", "strict_json_schema"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -38,12 +39,20 @@ def extract_json(text: str) -> dict[str, Any]:
 
     A leading `<think>…</think>` block is skipped first: reasoning often contains braces.
     """
+    for obj in json_objects(text):
+        return obj
+    raise AnswerError("no JSON object found in the answer")
+
+
+def json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object a model's answer may hold, most likely first: the whole text (after
+    a leading `<think>` block), fenced code blocks, then balanced `{...}` spans."""
     text = _THINK.sub("", text, count=1).strip()
     candidates = [text, *(m.group(1).strip() for m in _FENCE.finditer(text))]
     for candidate in candidates:
         obj = _loads_object(candidate)
         if obj is not None:
-            return obj
+            yield obj
     start = text.find("{")
     for _ in range(_MAX_BRACE_STARTS):
         if start == -1:
@@ -52,9 +61,8 @@ def extract_json(text: str) -> dict[str, Any]:
         if end is not None:
             obj = _loads_object(text[start : end + 1])
             if obj is not None:
-                return obj
+                yield obj
         start = text.find("{", start + 1)
-    raise AnswerError("no JSON object found in the answer")
 
 
 def parse_answer(text: str, model: type[ModelT]) -> ModelT:

@@ -8,17 +8,16 @@ Pure functions, no I/O: `build_body` (per response-format level), `estimate_prom
 
 from __future__ import annotations
 
-import itertools
 import json
-import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from scorers.llm_judges.json_answers import json_objects
+
 FORMAT_LEVELS = ("json_schema", "json_object", "text")
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 MAX_REASON = 200
 
 AnswerT = TypeVar("AnswerT", bound=BaseModel)
@@ -118,48 +117,10 @@ def _with_schema_hint(
     return [{"role": "system", "content": hint}, *chat]
 
 
-def json_candidates(text: str) -> Iterator[Any]:
-    """JSON values found in a model's text: the whole text, fenced blocks, balanced {...}."""
-    fenced = (m.group(1).strip() for m in _FENCE.finditer(text))
-    for chunk in itertools.chain((text.strip(),), fenced, _balanced_objects(text)):
-        try:
-            value = json.loads(chunk)
-        except json.JSONDecodeError:
-            continue
-        yield value
-
-
-def _balanced_objects(text: str, limit: int = 20) -> Iterator[str]:
-    """Up to `limit` substrings that start at a `{` and end at its matching `}` (string-aware)."""
-    start = text.find("{")
-    while start != -1 and limit > 0:
-        limit -= 1
-        depth, in_string, escaped = 0, False, False
-        for index in range(start, len(text)):
-            char = text[index]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif char == "\\":
-                    escaped = True
-                elif char == '"':
-                    in_string = False
-            elif char == '"':
-                in_string = True
-            elif char in "{}":
-                depth += 1 if char == "{" else -1
-                if depth == 0:
-                    yield text[start : index + 1]
-                    break
-        start = text.find("{", start + 1)
-
-
 def parse_answer(text: str, model: type[AnswerT]) -> tuple[AnswerT, dict[str, Any]]:
     """The first JSON object in `text` that validates as `model` (and the raw object)."""
     error: str | None = None
-    for candidate in json_candidates(text):
-        if not isinstance(candidate, dict):
-            continue
+    for candidate in json_objects(text):
         try:
             return model.model_validate(candidate), candidate
         except ValidationError as exc:

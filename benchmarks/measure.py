@@ -1,0 +1,27 @@
+"""Wall time and peak RSS of one command, for the benchmark scripts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+_PEAK_OF_CHILD = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run(sys.argv[1:], capture_output=True).returncode\n"
+    "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+)
+
+
+def measure(command: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of `command`, run under a fresh parent process so that
+    the peak is that command's alone; exits the benchmark if the command fails."""
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", _PEAK_OF_CHILD, *command], capture_output=True, text=True
+    )
+    wall = time.perf_counter() - started
+    code, peak_kib = result.stdout.split()
+    if code != "0":
+        sys.exit(f"command failed ({code}): {' '.join(command)}")
+    return wall, int(peak_kib) / 1024
