@@ -35,10 +35,26 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args, list(getattr(args, "beam_args", [])))
         _check_inputs(config)
+        _check_tokenizers(config)
     except ConfigError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     return execute(config)
+
+
+def _check_tokenizers(config: RunConfig) -> None:
+    import importlib.util
+
+    for flag, path in (
+        ("--tokenizer", config.tokenizer),
+        ("--chat-template-tokenizer", config.chat_template_tokenizer),
+    ):
+        if path is None:
+            continue
+        if importlib.util.find_spec("transformers") is None:
+            raise ConfigError(f"{flag} needs `transformers`: pip install 'trajcurate[tokenizer]'")
+        if "://" not in path and not Path(path).is_dir():
+            raise ConfigError(f"{flag}: {path} is not a local tokenizer folder")
 
 
 def _check_inputs(config: RunConfig) -> None:

@@ -425,10 +425,10 @@ def test_dataset_info_gives_one_entry_per_shard() -> None:
 
 def test_render_without_transformers_raises_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "transformers", None)
-    lf_render._load_tokenizer.cache_clear()
+    lf_render.load_tokenizer.cache_clear()
     with pytest.raises(ImportError, match="needs the `transformers` package"):
         render_with_chat_template(TOOL_RECORD, "/nonexistent")
-    lf_render._load_tokenizer.cache_clear()
+    lf_render.load_tokenizer.cache_clear()
 
 
 def test_render_with_a_local_chat_template(tmp_path: Path) -> None:
@@ -441,10 +441,10 @@ def test_render_with_a_local_chat_template(tmp_path: Path) -> None:
         "{% for m in messages %}<{{ m.role }}>{{ m.content }}"
         "{% for c in m.tool_calls or [] %}[call {{ c.function.name }} "
         "{{ c.function.arguments.file_path or c.function.arguments.command or '' }}]{% endfor %}"
-        "\n{% endfor %}"
+        "{{ '\\n' }}{% endfor %}"  # transformers' Jinja trims a newline after a block tag
     )
     tokenizer.save_pretrained(tmp_path)
-    lf_render._load_tokenizer.cache_clear()
+    lf_render.load_tokenizer.cache_clear()
     example = render_with_chat_template(TOOL_RECORD, str(tmp_path))
     assert example["text"].startswith(
         "<system>S\n<user>do it\n<assistant>Let me look.[call Read a]"

@@ -7,17 +7,8 @@ from typing import Any
 
 import apache_beam as beam
 
+from transforms.sinks.lf_render import load_tokenizer
 from transforms.sinks.stats import ESTIMATE_METHOD, Stats, Tokenizer, token_count, tokenizer_method
-
-
-def load_tokenizer(path: str) -> Tokenizer:
-    """A local Hugging Face tokenizer (never downloaded); needs `transformers` installed."""
-    try:
-        from transformers import AutoTokenizer
-    except ImportError as exc:
-        raise RuntimeError("--tokenizer needs the `transformers` package installed") from exc
-    tokenizer: Tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    return tokenizer
 
 
 class StatsCombineFn(beam.CombineFn):

@@ -15,7 +15,12 @@ from typing import Any
 
 from scorers.im import agent_type
 
-__all__ = ["TRANSFORMERS_MISSING", "render_with_chat_template", "rendered_dataset_info_entry"]
+__all__ = [
+    "TRANSFORMERS_MISSING",
+    "load_tokenizer",
+    "render_with_chat_template",
+    "rendered_dataset_info_entry",
+]
 
 TRANSFORMERS_MISSING = (
     "rendering LF examples with a chat template needs the `transformers` package, which "
@@ -30,7 +35,7 @@ def render_with_chat_template(record: Mapping[str, Any], tokenizer_path: str) ->
 
     Raises ImportError with `TRANSFORMERS_MISSING` when transformers is not installed.
     """
-    tokenizer = _load_tokenizer(tokenizer_path)
+    tokenizer = load_tokenizer(tokenizer_path)
     tools = record.get("tools") or None
     text = tokenizer.apply_chat_template(
         _chat_messages(record.get("messages") or []), tools=tools, tokenize=False
@@ -51,7 +56,8 @@ def rendered_dataset_info_entry(file_name: str) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_tokenizer(path: str) -> Any:
+def load_tokenizer(path: str) -> Any:
+    """A Hugging Face tokenizer from a local folder (never a hub download), loaded once."""
     try:
         from transformers import AutoTokenizer  # type: ignore[import-not-found, unused-ignore]
     except ImportError as exc:
