@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from pipelines.jsonl import JsonlWriter
 from pipelines.outputs import (
     CommandError,
     atomic_jsonl_outputs,
     rejects_path,
     run_reporting_errors,
 )
-from pipelines.progress import Progress
 from scorers.im_validity import bundle_problem
+from transforms.jsonl import JsonlWriter
+from transforms.progress import Progress
 from transforms.readers.bundle import Bundle, ReaderError
 from transforms.readers.discover import ReadUnit, discover
 from transforms.readers.registry import FORMATS, reader_for

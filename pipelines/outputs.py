@@ -13,7 +13,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from pipelines.jsonl import JsonlWriter
+from transforms.jsonl import JsonlWriter
 
 __all__ = ["CommandError", "atomic_jsonl_outputs", "rejects_path", "run_reporting_errors"]
 

@@ -60,7 +60,10 @@ def _check_tokenizers(config: RunConfig) -> None:
 def _check_inputs(config: RunConfig) -> None:
     for given in config.inputs:
         if "://" in given:
-            continue
+            raise ConfigError(
+                f"--input: {given}: the readers take local paths only (outputs may be gs://, "
+                "s3://, ...); copy or mount the inputs where the workers can read them"
+            )
         matched = list(expand_globs([Path(given)]))
         if not any(p.exists() for p in matched):
             raise ConfigError(f"--input: {given} matches nothing")
@@ -86,6 +89,12 @@ def execute(config: RunConfig) -> int:
     wall = time.monotonic() - started
     if _is_dry_run(pipeline):
         print(f"{PROG}: dry run: the job was translated for its runner and not submitted")
+        return 0
+    if _is_template_launch(pipeline):
+        print(
+            f"{PROG}: template launch: the job graph is staged for the launcher to submit; "
+            "manifests are not written by this process"
+        )
         return 0
     summary = finalize(config, signature, wall, stage_metrics(result))
     print(render_summary(summary, config.output, wall))
@@ -129,6 +138,11 @@ def _judge_line(config: RunConfig, run: dict[str, Any]) -> str:
 
 def _is_dry_run(pipeline: Any) -> bool:
     return bool(pipeline.options.get_all_options().get("dry_run"))
+
+
+def _is_template_launch(pipeline: Any) -> bool:
+    """A Dataflow flex-template launch: `run()` only stages the graph, no job runs here."""
+    return bool(pipeline.options.get_all_options().get("template_location"))
 
 
 def _quiet_beam_logging() -> None:

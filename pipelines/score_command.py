@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from pipelines.jsonl import JsonlWriter, LineError, is_blank, iter_lines, parse_line
 from pipelines.outputs import (
     CommandError,
     atomic_jsonl_outputs,
     rejects_path,
     run_reporting_errors,
 )
-from pipelines.progress import Progress
 from pipelines.score_summary import ScoreStats
 from scorers import tqs_v2
 from scorers.im import InvalidRecord, agent_type, validate_im_record
+from transforms.jsonl import JsonlWriter, LineError, is_blank, iter_lines, parse_line
+from transforms.progress import Progress
 
 __all__ = ["CommandError", "ScoreOptions", "add_parser", "rejects_path", "run", "score_files"]
 

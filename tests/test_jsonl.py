@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.jsonl import (
+from transforms.jsonl import (
     JsonlWriter,
     LineError,
     dumps_line,

@@ -15,10 +15,10 @@ import orjson
 import pytest
 
 from pipelines.cli import main
-from pipelines.progress import Progress
 from pipelines.score_command import RAW_LIMIT, rejects_path
 from scorers import tqs_v2
 from scorers.im import agent_type
+from transforms.progress import Progress
 
 Record = dict[str, Any]
 

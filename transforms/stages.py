@@ -18,7 +18,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import Metrics
 from apache_beam.pvalue import TaggedOutput
 
-from pipelines.progress import Progress
+from transforms.progress import Progress
 from transforms.readers.bundle import ReaderError
 from transforms.readers.discover import discover_trials
 from transforms.readers.registry import reader_for

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipelines.jsonl import LineError, is_blank, iter_lines, parse_line
 from scorers.im import InvalidRecord, agent_type, validate_im_record
+from transforms.jsonl import LineError, is_blank, iter_lines, parse_line
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
 from transforms.readers.source_files import json_type, read_bytes
 

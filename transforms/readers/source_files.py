@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from pipelines.jsonl import LineError, is_blank, iter_lines, parse_line
+from transforms.jsonl import LineError, is_blank, iter_lines, parse_line
 from transforms.readers.bundle import ReaderError
 
 
