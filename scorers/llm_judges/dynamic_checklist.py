@@ -20,9 +20,9 @@ from scorers.llm_judges.dynamic_models import (
     GeneratedChecklist,
     Judgement,
 )
-from scorers.llm_judges.json_answers import parse_answer, strict_json_schema
+from scorers.llm_judges.json_answers import parse_answer
 from scorers.llm_judges.render import render_record
-from scorers.llm_judges.requests import ChatRequest
+from scorers.llm_judges.requests import ChatRequest, system_user_request
 from scorers.llm_judges.truncation import (
     ERROR_LIMIT,
     QUESTION_LIMIT,
@@ -145,15 +145,12 @@ def build_generate_request(
         f"## Tools\n{truncate_middle(tool_summary, TOOL_SUMMARY_LIMIT) or '(no tools)'}\n\n"
         "Write the checklist. Answer with the JSON object only."
     )
-    return ChatRequest(
-        model=model,
-        messages=[
-            {"role": "system", "content": _GENERATE_SYSTEM},
-            {"role": "user", "content": user},
-        ],
+    return system_user_request(
+        model,
+        _GENERATE_SYSTEM,
+        user,
+        GeneratedChecklist,
         schema_name="generated_checklist",
-        json_schema=strict_json_schema(GeneratedChecklist),
-        answer_model=GeneratedChecklist,
         max_tokens=max_tokens,
         purpose="generate_checklist",
     )
@@ -179,15 +176,12 @@ def build_judge_request(
         f"## Checklist\n```json\n{checklist_json.decode()}\n```\n\n"
         "Judge every check of the checklist. Answer with the JSON object only."
     )
-    return ChatRequest(
-        model=model,
-        messages=[
-            {"role": "system", "content": _JUDGE_SYSTEM},
-            {"role": "user", "content": user},
-        ],
+    return system_user_request(
+        model,
+        _JUDGE_SYSTEM,
+        user,
+        Judgement,
         schema_name="checklist_judgement",
-        json_schema=strict_json_schema(Judgement),
-        answer_model=Judgement,
         max_tokens=max_tokens,
         purpose="judge_checklist",
     )

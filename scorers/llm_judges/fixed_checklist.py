@@ -14,9 +14,9 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from scorers.llm_judges.fixed_rubrics import CATEGORIES, CHECK_KEYS, FIXED_CHECKLIST_VERSION
-from scorers.llm_judges.json_answers import parse_answer, strict_json_schema
+from scorers.llm_judges.json_answers import parse_answer
 from scorers.llm_judges.render import render_record
-from scorers.llm_judges.requests import ChatRequest
+from scorers.llm_judges.requests import ChatRequest, system_user_request
 from scorers.llm_judges.truncation import ERROR_LIMIT, truncate_middle
 
 __all__ = [
@@ -140,15 +140,12 @@ def build_fixed_request(
         f"{render_record(record)}\n\n"
         "Score the trajectory above on all 15 checks. Answer with the JSON object only."
     )
-    return ChatRequest(
-        model=model,
-        messages=[
-            {"role": "system", "content": FIXED_SYSTEM_PROMPT},
-            {"role": "user", "content": user},
-        ],
+    return system_user_request(
+        model,
+        FIXED_SYSTEM_PROMPT,
+        user,
+        FixedAnswer,
         schema_name=FIXED_SCHEMA_NAME,
-        json_schema=strict_json_schema(FixedAnswer),
-        answer_model=FixedAnswer,
         max_tokens=max_tokens,
         purpose="fixed_checklist",
     )

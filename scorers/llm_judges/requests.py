@@ -8,15 +8,16 @@ client can hash it for its response cache and the dry run can size it without a 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 import orjson
 from pydantic import BaseModel
 
-from scorers.llm_judges.json_answers import parse_answer
+from scorers.llm_judges.json_answers import parse_answer, strict_json_schema
 
-__all__ = ["AnswerT", "ChatRequest", "Purpose", "estimate_tokens"]
+__all__ = ["AnswerT", "ChatRequest", "Purpose", "estimate_tokens", "system_user_request"]
 
 AnswerT = TypeVar("AnswerT", bound=BaseModel)
 Purpose = Literal["fixed_checklist", "generate_checklist", "judge_checklist"]
@@ -49,6 +50,34 @@ class ChatRequest(Generic[AnswerT]):
     def parse(self, text: str) -> AnswerT:
         """The validated answer in `text` (bare JSON, fenced or in prose); raises `AnswerError`."""
         return parse_answer(text, self.answer_model)
+
+
+@functools.lru_cache(maxsize=16)
+def _schema(answer_model: type[BaseModel]) -> dict[str, Any]:
+    """The strict schema of an answer model, derived once per model (not per record)."""
+    return strict_json_schema(answer_model)
+
+
+def system_user_request(
+    model: str,
+    system: str,
+    user: str,
+    answer_model: type[AnswerT],
+    *,
+    schema_name: str,
+    max_tokens: int,
+    purpose: Purpose,
+) -> ChatRequest[AnswerT]:
+    """A request of one system and one user message answered by `answer_model`'s JSON."""
+    return ChatRequest(
+        model=model,
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+        schema_name=schema_name,
+        json_schema=_schema(answer_model),
+        answer_model=answer_model,
+        max_tokens=max_tokens,
+        purpose=purpose,
+    )
 
 
 def estimate_tokens(request: ChatRequest[Any]) -> int:
