@@ -10,11 +10,14 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scorers.tqs_v2 import SCORE_KEYS
 from transforms.readers.registry import FORMATS
 from transforms.reward_gate import STATUSES
+
+if TYPE_CHECKING:
+    from transforms.llm.judging import JudgeSettings
 
 JUDGE_KINDS = ("fixed", "dynamic", "both")
 
@@ -50,6 +53,8 @@ class RunConfig:
     llm_cache: str | None = None
     llm_batch_size: int = 16
     llm_question_field: str | None = None
+    llm_envoy: str | None = None
+    llm_envoy_domain: str = "trajcurate"
     llm_dry_run: bool = False
     llm_price_in: float = 0.0
     llm_price_out: float = 0.0
@@ -79,7 +84,7 @@ class RunConfig:
         if self.input_format is not None and self.input_format not in FORMATS:
             raise ConfigError(f"--format: one of {', '.join(FORMATS)}")
 
-    def judge_settings(self) -> Any:
+    def judge_settings(self) -> JudgeSettings:
         """The LLM judge's settings (imported lazily: judging is optional)."""
         from transforms.llm.judging import JudgeSettings
 
@@ -95,6 +100,8 @@ class RunConfig:
             timeout_s=self.llm_timeout,
             cache_dir=self.llm_cache,
             question_field=self.llm_question_field,
+            envoy_address=self.llm_envoy,
+            envoy_domain=self.llm_envoy_domain,
             price_in=self.llm_price_in,
             price_out=self.llm_price_out,
         )
@@ -120,6 +127,8 @@ _FLAG_TYPES: dict[str, Any] = {
     "llm_cache": str,
     "llm_batch_size": int,
     "llm_question_field": str,
+    "llm_envoy": str,
+    "llm_envoy_domain": str,
     "llm_price_in": float,
     "llm_price_out": float,
     "instance_status": str,
@@ -227,6 +236,13 @@ def _add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         help="answer cache (local or Beam filesystem path): never pay twice",
     )
     llm.add_argument("--llm-batch-size", type=int, help="bundles per judging batch (16)")
+    llm.add_argument(
+        "--llm-envoy",
+        metavar="HOST:PORT",
+        help="Envoy rate-limit service holding one budget for all workers "
+        "(instead of --llm-rpm/--llm-tpm divided by --llm-workers)",
+    )
+    llm.add_argument("--llm-envoy-domain", help="its rate-limit domain (trajcurate)")
     llm.add_argument(
         "--llm-question-field",
         help="_instance_metadata / unique_info field holding the task statement",

@@ -35,7 +35,7 @@ from transforms.llm.cache import ResponseCache
 from transforms.llm.chat_format import JudgeError
 from transforms.llm.client import ChatClient
 from transforms.llm.counters import LLMCounters
-from transforms.llm.rate_limit import SlidingWindowLimiter
+from transforms.llm.rate_limit import Limiter, SlidingWindowLimiter, envoy_limiter
 from transforms.llm.retry import AdaptiveRate, RetryPolicy
 
 KINDS = ("fixed", "dynamic", "both")
@@ -55,6 +55,8 @@ class JudgeSettings:
     timeout_s: float = 120.0
     cache_dir: str | None = None
     question_field: str | None = None
+    envoy_address: str | None = None  # a global budget shared by all workers (Envoy)
+    envoy_domain: str = "trajcurate"
     price_in: float = 0.0
     price_out: float = 0.0
 
@@ -66,9 +68,18 @@ class JudgeSettings:
 
 
 def make_client(settings: JudgeSettings, counters: LLMCounters) -> ChatClient:
-    """A client with this worker's share of the budget; the key comes from the environment."""
-    limiter = SlidingWindowLimiter.per_worker(settings.rpm, settings.tpm, settings.workers)
-    adaptive = AdaptiveRate(limiter)  # slow down while the server pushes back
+    """A client with this worker's share of the budget — or, with an Envoy rate-limit service,
+    one budget shared by every worker; the key comes from the environment."""
+    limiter: Limiter
+    adaptive: AdaptiveRate | None
+    if settings.envoy_address:
+        limiter = envoy_limiter(
+            settings.envoy_address, settings.envoy_domain, limit_tokens=settings.tpm is not None
+        )
+        adaptive = None  # the shared service sets the pace for everyone
+    else:
+        sliding = SlidingWindowLimiter.per_worker(settings.rpm, settings.tpm, settings.workers)
+        limiter, adaptive = sliding, AdaptiveRate(sliding)  # slow down under pushback
     return ChatClient(
         settings.model,
         base_url=settings.base_url,
