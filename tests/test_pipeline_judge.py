@@ -76,6 +76,7 @@ def test_every_main_record_ends_judged_or_with_an_error_under_faults(
         fixed_ok = judged.get("llm_composite_score") is not None or "llm_error" in judged
         dynamic_ok = judged.get("llm_checklist_csr") is not None or "llm_checklist_error" in judged
         assert fixed_ok and dynamic_ok, judged
+        assert judged["llm_checklist_version"] == "fixed-checklist-v1+dynamic-checklist-v1"
     printed = capsys.readouterr()
     assert "LLM judge: requests" in printed.out
     assert KEY not in printed.out + printed.err

@@ -101,10 +101,15 @@ class Judge:
     def judge(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """Every output key of the configured judge(s) for one main-agent record."""
         outputs: dict[str, Any] = {}
+        versions = []
         if self.settings.kind in ("fixed", "both"):
             outputs.update(self._fixed(record))
+            versions.append(outputs.get("llm_checklist_version"))
         if self.settings.kind in ("dynamic", "both"):
             outputs.update(self._dynamic(record))
+            versions.append(outputs.get("llm_checklist_version"))
+        # Both judges name their version `llm_checklist_version` (llm-judges.md): keep both.
+        outputs["llm_checklist_version"] = "+".join(str(v) for v in versions if v)
         return outputs
 
     def _fixed(self, record: Mapping[str, Any]) -> dict[str, Any]:
