@@ -249,14 +249,9 @@ def _native_records(
     metadata: dict[str, Any],
     usage: dict[str, Any],
 ) -> tuple[Records, list[str]] | str | None:
-    """The module's records, None when it finds no logs (or is not installed), or a reason."""
-    try:
-        module = importlib.import_module(f"transforms.readers.{module_name}")
-    except ImportError:
-        return None
-    reader = getattr(module, "records_from_agent_dir", None)
-    if reader is None:
-        return None
+    """The module's records, None when it finds no logs of its kind, or a reason."""
+    module = importlib.import_module(f"transforms.readers.{module_name}")
+    reader = module.records_from_agent_dir
     try:
         found: tuple[Records, list[str]] | None = reader(
             agent_dir, instance_id, agent, dict(metadata), dict(usage)
