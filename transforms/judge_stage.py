@@ -17,23 +17,12 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.metrics.metric import Metrics
 
-from transforms.llm.counters import LLMCounters
+from transforms.llm.counters import COUNTER_NAMES, LLMCounters
 from transforms.llm.dry_run import estimate_run
 from transforms.llm.judging import JUDGE_KEY, Judge, JudgeSettings, make_client, planned_requests
 from transforms.stages import NAMESPACE
 
-_COUNTED = (
-    "requests",
-    "retries",
-    "rate_limited",
-    "server_errors",
-    "transport_errors",
-    "malformed",
-    "failures",
-    "cache_hits",
-    "tokens_in",
-    "tokens_out",
-)
+_COUNTED = COUNTER_NAMES  # every client counter becomes a Beam metric
 
 
 def _main_records(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,6 +11,8 @@ from collections import deque
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from transforms.llm.locking import PicklesWithoutLock
+
 # Latencies kept for percentiles: the most recent ones, enough for a stable p95.
 LATENCY_SAMPLES = 4096
 
@@ -33,7 +35,7 @@ COUNTER_NAMES = (
 
 
 @dataclass
-class LLMCounters:
+class LLMCounters(PicklesWithoutLock):
     """Counts of one client (or the sum of several).
 
     `requests` are HTTP requests sent; `retries` the ones repeated after an error (429, 5xx,
@@ -96,12 +98,3 @@ class LLMCounters:
         merged.latencies.extend(self.latencies)
         merged.latencies.extend(other.latencies)
         return merged
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()

@@ -51,6 +51,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from transforms.llm.locking import PicklesWithoutLock
+
 # A positive wait is never shorter than this, so a clock that advances by the wait always moves.
 _MIN_WAIT_S = 1e-6
 
@@ -72,7 +74,7 @@ class RateAdjustable(Protocol):
     def set_rate_factor(self, factor: float) -> None: ...
 
 
-class SlidingWindowLimiter:
+class SlidingWindowLimiter(PicklesWithoutLock):
     """At most R requests and T tokens in any window; grants paced evenly. Thread-safe."""
 
     def __init__(
@@ -203,15 +205,6 @@ class SlidingWindowLimiter:
             f"tokens_per_minute={self.tokens_per_minute}, window_s={self.window_s}, "
             f"rate_factor={self._factor:.3f})"
         )
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
 
 class AllowsHits(Protocol):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from transforms.llm.locking import PicklesWithoutLock
 from transforms.llm.rate_limit import RateAdjustable
 
 # Statuses that mean "the server is overloaded: slow down", not just "try again".
@@ -74,7 +75,7 @@ class Backoff:
         return unit_random * self.ceiling(retry_index)
 
 
-class AdaptiveRate:
+class AdaptiveRate(PicklesWithoutLock):
     """AIMD on a limiter's rate: x`decrease` per pushback, +`increase` per success, within
     [floor, 1]."""
 
@@ -111,15 +112,6 @@ class AdaptiveRate:
             current = self.target.rate_factor
             if current < 1.0:
                 self.target.set_rate_factor(min(1.0, current + self.increase))
-
-    def __getstate__(self) -> dict[str, object]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
 
 class RetryPolicy:

@@ -22,6 +22,14 @@ CONTINUATION_NAME = re.compile(r"\.cont-(\d+)\.json\Z")
 
 def load_document(path: Path, shown: str) -> dict[str, Any]:
     """A trajectory JSON object, or `ReaderError` with a one-line reason naming `shown`."""
+    data = load_object(path, shown)
+    if not isinstance(data.get("steps"), list):
+        raise ReaderError(f"{shown}: not an ATIF trajectory (no steps list)")
+    return data
+
+
+def load_object(path: Path, shown: str) -> dict[str, Any]:
+    """A JSON object, or `ReaderError` with a one-line reason naming `shown`."""
     try:
         data = orjson.loads(path.read_bytes())
     except OSError as exc:
@@ -30,8 +38,6 @@ def load_document(path: Path, shown: str) -> dict[str, Any]:
         raise ReaderError(f"{shown}: corrupt JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ReaderError(f"{shown}: not a JSON object")
-    if not isinstance(data.get("steps"), list):
-        raise ReaderError(f"{shown}: not an ATIF trajectory (no steps list)")
     return data
 
 

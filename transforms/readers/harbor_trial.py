@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from transforms.readers.atif import records_from_atif
+from transforms.readers.atif_files import load_object
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
 from transforms.readers.im_builder import date_of
 
@@ -124,17 +123,9 @@ def _float(text: str) -> float | None:
 
 def _load_object(path: Path, shown: str) -> dict[str, Any] | None:
     """A JSON object from `path`; None when the file is absent; ReaderError when corrupt."""
-    try:
-        data = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
+    if not path.exists():
         return None
-    except OSError as exc:
-        raise ReaderError(f"{shown}: cannot read ({exc.strerror or exc})") from None
-    except orjson.JSONDecodeError as exc:
-        raise ReaderError(f"{shown}: corrupt JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ReaderError(f"{shown}: not a JSON object")
-    return data
+    return load_object(path, shown)
 
 
 def _config(trial_dir: Path, result: Mapping[str, Any]) -> Mapping[str, Any]:
