@@ -8,7 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from scorers.im import IM_RECORD_ADAPTER, InvalidRecord, agent_type, validate_im_record
+from scorers.im import InvalidRecord, agent_type, validate_im_record
+from scorers.im_schema import IM_RECORD_ADAPTER
 
 
 def _first_main(cases: list[dict[str, Any]]) -> dict[str, Any]:
