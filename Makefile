@@ -11,8 +11,12 @@ DEMO := out/demo
 
 venv: $(STAMP)
 
-# Reinstalls whenever pyproject.toml changes (the stamp is older than it).
-$(STAMP): pyproject.toml
+# Sources compiled in place by setup.py (mypyc, C): a change to one rebuilds them.
+NATIVE_SOURCES := setup.py scorers/im_check.py scorers/tqs_v2/_speedups.c \
+	$(filter-out scorers/tqs_v2/__init__.py,$(wildcard scorers/tqs_v2/*.py))
+
+# Reinstalls whenever pyproject.toml or a compiled source changes (the stamp is older).
+$(STAMP): pyproject.toml $(NATIVE_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
@@ -45,4 +49,5 @@ bench-pipeline: venv
 
 clean:
 	rm -rf out build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	find scorers -name '*.so' -delete
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +

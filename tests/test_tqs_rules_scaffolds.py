@@ -96,7 +96,7 @@ def test_only_the_first_system_message_is_read() -> None:
     ids=lambda v: ",".join(v) if isinstance(v, list) else str(v),
 )
 def test_canonical_name_by_parameters(params: list[str], canonical: str | None) -> None:
-    assert canonical_name_by_parameters(params) == canonical
+    assert canonical_name_by_parameters(tuple(params)) == canonical
 
 
 def test_canonicalisation_runs_before_detection() -> None:

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from itertools import pairwise
-from typing import Any
-
-import numpy as np
 
 from scorers.tqs_v2.shell import is_verification_run
+from scorers.tqs_v2.speedups import character_entropies, contains_any
 from scorers.tqs_v2.test_files import is_test_file
 from scorers.tqs_v2.trajectory import Action, Trajectory
 
@@ -35,52 +32,23 @@ _TTE_KINDS = 7
 
 
 _OEC_CHARS = 5000
-# c * log2(c) and log2(n) for every count and length a 5000-character prefix can have.
-_C_LOG_C = np.array([0.0] + [c * math.log2(c) for c in range(1, _OEC_CHARS + 1)])
-_LOG2 = [0.0] + [math.log2(n) for n in range(1, _OEC_CHARS + 1)]
-
-
-def character_entropies(texts: list[str]) -> list[float]:
-    """Shannon entropy (bits per character) of each text (at most 5000 characters each):
-    log2(n) - sum(c log2 c) / n.
-
-    All texts are counted in one vectorised pass: each character becomes the bin
-    (text index, character code), so one bincount gives every text's histogram.
-    """
-    count = len(texts)
-    if not count:
-        return []
-    lengths = list(map(len, texts))
-    joined = "".join(texts)
-    codes: np.ndarray[Any, Any]
-    if joined.isascii():
-        codes = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
-        width = 128
-    else:
-        points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-        distinct, codes = np.unique(points, return_inverse=True)
-        width = len(distinct)
-    bins = np.repeat(np.arange(0, count * width, width), lengths)
-    bins += codes
-    histogram = np.bincount(bins, minlength=count * width)
-    filled = histogram.nonzero()[0]
-    sums = np.bincount(filled // width, weights=_C_LOG_C[histogram[filled]], minlength=count)
-    return [_LOG2[n] - float(s) / n if n else 0.0 for n, s in zip(lengths, sums, strict=True)]
 
 
 def observation_entropy_collapse(trajectory: Trajectory) -> float | None:
-    if len(trajectory.observations) < 5:
+    observations = trajectory.observations
+    if len(observations) < 5:
         return None
-    entropies = character_entropies([o.text[:_OEC_CHARS] for o in trajectory.observations])
+    entropies = character_entropies([o.text for o in observations], _OEC_CHARS)
     baseline = sum(entropies[:5]) / 5
     if baseline == 0:
         return None
-    smoothed = []
     last = len(entropies) - 1
-    for i in range(len(entropies)):
-        window = entropies[max(0, i - 1) : min(last, i + 1) + 1]
-        smoothed.append(sum(window) / len(window))
-    return min(max(min(smoothed) / baseline, 0.0), 1.0)
+    lowest = min((entropies[0] + entropies[1]) / 2, (entropies[last - 1] + entropies[last]) / 2)
+    for i in range(1, last):
+        window = (entropies[i - 1] + entropies[i] + entropies[i + 1]) / 3
+        if window < lowest:
+            lowest = window
+    return min(max(lowest / baseline, 0.0), 1.0)
 
 
 def _intent_class(trajectory: Trajectory, turn_index: int) -> str | None:
@@ -102,16 +70,21 @@ def intent_action_consistency(trajectory: Trajectory) -> float | None:
     matches = 0
     total = 0
     for turn in trajectory.turns:
-        text = (turn.reasoning + " " + turn.text).strip().lower()
-        if not text:
+        if _blank(turn.reasoning) and _blank(turn.text):
             continue
         kind = _intent_class(trajectory, turn.index)
         if kind is None:
             continue
         total += 1
-        if any(keyword in text for keyword in _INTENT_KEYWORDS[kind]):
+        # Keywords have no spaces, so looking in each part is looking in the joined text.
+        keywords = _INTENT_KEYWORDS[kind]
+        if contains_any(turn.reasoning, keywords, True) or contains_any(turn.text, keywords, True):
             matches += 1
     return matches / total if total >= 3 else None
+
+
+def _blank(text: str) -> bool:
+    return not text or text.isspace()
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:
@@ -166,8 +139,10 @@ def tool_transition_entropy(trajectory: Trajectory) -> float | None:
     kinds = [a.kind for a in trajectory.actions]
     if len(kinds) < 3:
         return None
-    bigrams = Counter(pairwise(kinds))
-    total = sum(bigrams.values())
+    bigrams: dict[tuple[str, str], int] = {}
+    for pair in pairwise(kinds):
+        bigrams[pair] = bigrams.get(pair, 0) + 1
+    total = len(kinds) - 1
     entropy = -sum(c / total * math.log2(c / total) for c in bigrams.values())
     return min(entropy / math.log2(_TTE_KINDS * _TTE_KINDS), 1.0)
 

@@ -2,35 +2,41 @@
 
 Python's `re` tries every branch of a large alternation at every position. Most
 observations contain none of the words a rule needs, so each rule first checks (with
-`in`, which is fast) that one of its hint substrings is present. Hints change speed only,
-never results: a rule's regex cannot match unless one of its hints occurs in the text.
+`speedups.contains_any`, one pass over the text for all hints) that one of its hint
+substrings is present. Hints change speed only, never results: a rule's regex cannot match
+unless one of its hints occurs in the text.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from scorers.tqs_v2.speedups import contains_any
 
 
-@dataclass(frozen=True, slots=True)
 class Rule:
     """A pattern and the substrings one of which any match must contain."""
 
-    regex: re.Pattern[str]
-    hints: tuple[str, ...]
-    ignore_case: bool = False
+    __slots__ = ("hints", "ignore_case", "regex")
+
+    def __init__(self, regex: re.Pattern[str], hints: tuple[str, ...], ignore_case: bool) -> None:
+        self.regex = regex
+        self.hints = hints
+        self.ignore_case = ignore_case
 
     def search(self, text: str) -> bool:
-        haystack = text.lower() if self.ignore_case else text
-        if not any(hint in haystack for hint in self.hints):
-            return False
-        return self.regex.search(text) is not None
+        return (
+            contains_any(text, self.hints, self.ignore_case)
+            and self.regex.search(text) is not None
+        )
 
 
 def rule(pattern: str, *hints: str, ignore_case: bool = False) -> Rule:
     """A MULTILINE pattern (IGNORECASE too when asked; then hints are lower case)."""
     if not hints:
         raise ValueError(f"rule {pattern!r} needs at least one hint")
+    if not all(hint.isascii() and hint for hint in hints):
+        raise ValueError(f"rule {pattern!r}: hints must be non-empty ASCII")
     if ignore_case and any(hint != hint.lower() for hint in hints):
         raise ValueError(f"rule {pattern!r}: case-insensitive hints must be lower case")
     flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
@@ -40,16 +46,16 @@ def rule(pattern: str, *hints: str, ignore_case: bool = False) -> Rule:
 class RuleSet:
     """Rules tried in order; one pass over all their hints rejects most texts at once."""
 
+    __slots__ = ("_folded_hints", "_hints", "rules")
+
     def __init__(self, *rules: Rule) -> None:
         self.rules = rules
         self._hints = tuple(h for r in rules if not r.ignore_case for h in r.hints)
         self._folded_hints = tuple(h for r in rules if r.ignore_case for h in r.hints)
 
     def search(self, text: str) -> bool:
-        if not any(hint in text for hint in self._hints):
-            if not self._folded_hints:
-                return False
-            folded = text.lower()
-            if not any(hint in folded for hint in self._folded_hints):
-                return False
+        if not contains_any(text, self._hints, False) and not (
+            self._folded_hints and contains_any(text, self._folded_hints, True)
+        ):
+            return False
         return any(r.search(text) for r in self.rules)

@@ -42,8 +42,8 @@ _WEIGHTED = (
 
 def is_subagent(record: Mapping[str, Any]) -> bool:
     meta = record.get("meta_info")
-    info = meta.get("unique_info") if isinstance(meta, Mapping) else None
-    return isinstance(info, Mapping) and info.get("_agent_type") == "subagent"
+    info = meta.get("unique_info") if isinstance(meta, dict) else None
+    return isinstance(info, dict) and info.get("_agent_type") == "subagent"
 
 
 def scaffold_hint(record: Mapping[str, Any]) -> str | None:
@@ -53,9 +53,9 @@ def scaffold_hint(record: Mapping[str, Any]) -> str | None:
     (Claude Code's ATIF, for one, carries no system prompt to tell it from OpenCode).
     """
     meta = record.get("meta_info")
-    info = meta.get("unique_info") if isinstance(meta, Mapping) else None
-    metadata = info.get("_instance_metadata") if isinstance(info, Mapping) else None
-    hint = metadata.get("scaffold") if isinstance(metadata, Mapping) else None
+    info = meta.get("unique_info") if isinstance(meta, dict) else None
+    metadata = info.get("_instance_metadata") if isinstance(info, dict) else None
+    hint = metadata.get("scaffold") if isinstance(metadata, dict) else None
     return hint if hint in SCAFFOLDS else None
 
 
@@ -75,28 +75,40 @@ def composite(values: Mapping[str, float | None]) -> float:
 
 
 def score_trajectory(trajectory: Trajectory) -> dict[str, Any]:
-    raw: dict[str, float | None] = {
-        "oec_score": D.observation_entropy_collapse(trajectory),
-        "iac_score": D.intent_action_consistency(trajectory),
-        "dpi_score": C.dirty_pattern_index(trajectory),
-        "ped_score": D.post_error_diversity(trajectory),
-        "psn_score": D.progressive_scope_narrowing(trajectory),
-        "tte_score": D.tool_transition_entropy(trajectory),
-        "scp_score": D.successful_change_position(trajectory),
-        "sub_score": C.submission_score(trajectory),
-        "fec_score": C.file_edit_concentration(trajectory),
-        "stp_score": C.step_score(len(trajectory.turns)),
-        "tvr_score": C.test_verification_score(trajectory),
-    }
-    result: dict[str, Any] = {
+    sub = C.submission_score(trajectory)
+    fec = C.file_edit_concentration(trajectory)
+    stp = C.step_score(len(trajectory.turns))
+    tvr = C.test_verification_score(trajectory)
+    dpi = C.dirty_pattern_index(trajectory)
+    return {
         "scaffold": trajectory.scaffold,
         "assistant_turns": len(trajectory.turns),
         "total_tool_calls": trajectory.total_tool_calls,
+        "oec_score": _round(D.observation_entropy_collapse(trajectory)),
+        "iac_score": _round(D.intent_action_consistency(trajectory)),
+        "dpi_score": round(dpi, 4),
+        "ped_score": _round(D.post_error_diversity(trajectory)),
+        "psn_score": _round(D.progressive_scope_narrowing(trajectory)),
+        "tte_score": _round(D.tool_transition_entropy(trajectory)),
+        "scp_score": round(D.successful_change_position(trajectory), 4),
+        "sub_score": round(sub, 4),
+        "fec_score": _round(fec),
+        "stp_score": round(stp, 4),
+        "tvr_score": round(tvr, 4),
+        "composite_score": round(
+            composite(
+                {
+                    "sub_score": sub,
+                    "stp_score": stp,
+                    "tvr_score": tvr,
+                    "fec_score": fec,
+                    "dpi_score": dpi,
+                }
+            ),
+            4,
+        ),
+        "reproduce_first": _round(D.reproduce_first(trajectory)),
     }
-    result.update({key: _round(value) for key, value in raw.items()})
-    result["composite_score"] = round(composite(raw), 4)
-    result["reproduce_first"] = _round(D.reproduce_first(trajectory))
-    return result
 
 
 def score_record(record: Mapping[str, Any], scaffold: str | None = None) -> dict[str, Any] | None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 KNOWN_NAMES = frozenset(
@@ -29,7 +30,8 @@ COMMAND_KEYS = ("command", "cmd", "keystrokes")
 PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "notebookPath")
 
 
-def canonical_name_by_parameters(params: Sequence[str]) -> str | None:
+@lru_cache(maxsize=1024)
+def canonical_name_by_parameters(params: tuple[str, ...]) -> str | None:
     """The OpenHands-style role of an unknown tool, read from its declared parameters."""
     names = set(params)
     if "task_completed" in names:
@@ -65,7 +67,7 @@ def canonical_tool_names(tools: Any) -> dict[str, str]:
             parameters = function.get("parameters")
             properties = parameters.get("properties") if isinstance(parameters, dict) else None
             if isinstance(properties, dict):
-                canonical = canonical_name_by_parameters(list(properties)) or lowered
+                canonical = canonical_name_by_parameters(tuple(properties)) or lowered
         mapping[name] = canonical
     return mapping
 
@@ -82,7 +84,7 @@ def detect_scaffold(canonical_names: Sequence[str], system_prompt: str) -> str:
     return "openhands"
 
 
-def is_execution_call(name: str, args: Mapping[str, Any]) -> bool:
+def is_execution_call(name: str, args: dict[str, Any]) -> bool:
     """Whether a call runs code, decided by its arguments first and its name last."""
     subcommand = args.get("command")
     if isinstance(subcommand, str) and subcommand in EDITOR_COMMANDS:
@@ -96,7 +98,7 @@ def is_execution_call(name: str, args: Mapping[str, Any]) -> bool:
     return name in EXECUTION_NAMES
 
 
-def shell_text(args: Mapping[str, Any]) -> str:
+def shell_text(args: dict[str, Any]) -> str:
     for key in COMMAND_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value:
@@ -104,7 +106,7 @@ def shell_text(args: Mapping[str, Any]) -> str:
     return ""
 
 
-def declared_path(args: Mapping[str, Any]) -> str | None:
+def declared_path(args: dict[str, Any]) -> str | None:
     for key in PATH_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value:
@@ -112,12 +114,12 @@ def declared_path(args: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _subcommand(args: Mapping[str, Any]) -> str:
+def _subcommand(args: dict[str, Any]) -> str:
     value = args.get("command")
     return value if isinstance(value, str) else ""
 
 
-def is_editor_write(name: str, args: Mapping[str, Any]) -> bool:
+def is_editor_write(name: str, args: dict[str, Any]) -> bool:
     if name in PURE_EDIT_NAMES:
         return True
     return name in EDITOR_NAMES and _subcommand(args) in EDITOR_WRITE_COMMANDS
@@ -141,7 +143,7 @@ _KIND_BY_NAME = {
 }
 
 
-def action_kind(name: str, args: Mapping[str, Any]) -> str:
+def action_kind(name: str, args: dict[str, Any]) -> str:
     """think / submit / bash / search / read / write / other, for IAC, PED and TTE."""
     if name in EDITOR_NAMES:
         return "write" if _subcommand(args) in EDITOR_WRITE_COMMANDS else "read"

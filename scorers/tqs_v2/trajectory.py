@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -14,27 +14,57 @@ from scorers.tqs_v2.shell import is_formal_test
 from scorers.tqs_v2.shell_writes import normalise_path, shell_write_targets
 
 
-@dataclass(slots=True, eq=False)
 class Observation:
-    text: str
-    is_error: bool = False
+    """One tool result (or one Terminus-2 terminal screen) and whether it is an error."""
+
+    __slots__ = ("is_error", "text")
+
+    def __init__(self, text: str, is_error: bool = False) -> None:
+        self.text = text
+        self.is_error = is_error
 
 
-@dataclass(slots=True, eq=False)
 class Action:
     """One tool call (or one Terminus-2 command) of an assistant turn."""
 
-    turn: int
-    name: str
-    args: Mapping[str, Any]
-    kind: str
-    command: str = ""
-    is_execution: bool = False
-    is_formal_test: bool = False
-    editor_paths: tuple[str, ...] = ()
-    shell_paths: tuple[str, ...] = ()
-    targets: tuple[str, ...] = ()
-    observation: Observation | None = None
+    __slots__ = (
+        "args",
+        "command",
+        "editor_paths",
+        "is_execution",
+        "is_formal_test",
+        "kind",
+        "name",
+        "observation",
+        "shell_paths",
+        "targets",
+        "turn",
+    )
+
+    def __init__(
+        self,
+        turn: int,
+        name: str,
+        args: dict[str, Any],
+        kind: str,
+        command: str = "",
+        is_execution: bool = False,
+        is_formal_test: bool = False,
+        editor_paths: tuple[str, ...] = (),
+        shell_paths: tuple[str, ...] = (),
+        targets: tuple[str, ...] = (),
+    ) -> None:
+        self.turn = turn
+        self.name = name
+        self.args = args
+        self.kind = kind
+        self.command = command
+        self.is_execution = is_execution
+        self.is_formal_test = is_formal_test
+        self.editor_paths = editor_paths
+        self.shell_paths = shell_paths
+        self.targets = targets
+        self.observation: Observation | None = None
 
     @property
     def is_write(self) -> bool:
@@ -45,29 +75,43 @@ class Action:
         return self.observation is not None and not self.observation.is_error
 
 
-@dataclass(slots=True, eq=False)
 class Turn:
     """One assistant message: its text and the actions it took."""
 
-    index: int
-    text: str
-    reasoning: str
-    actions: list[Action] = field(default_factory=list)
-    answer: Mapping[str, Any] | None = None  # Terminus-2 parsed JSON answer
-    has_tool_calls: bool = False
+    __slots__ = ("actions", "answer", "has_tool_calls", "index", "reasoning", "text")
+
+    def __init__(self, index: int, text: str, reasoning: str) -> None:
+        self.index = index
+        self.text = text
+        self.reasoning = reasoning
+        self.actions: list[Action] = []
+        self.answer: dict[str, Any] | None = None  # Terminus-2 parsed JSON answer
+        self.has_tool_calls = False
 
 
-@dataclass(slots=True, eq=False)
 class Trajectory:
-    scaffold: str
-    messages: list[Mapping[str, Any]]
-    turns: list[Turn]
-    actions: list[Action]
-    observations: list[Observation]
-    total_tool_calls: int
+    """Everything the rules look at, built once per record."""
+
+    __slots__ = ("actions", "messages", "observations", "scaffold", "total_tool_calls", "turns")
+
+    def __init__(
+        self,
+        scaffold: str,
+        messages: list[dict[str, Any]],
+        turns: list[Turn],
+        actions: list[Action],
+        observations: list[Observation],
+        total_tool_calls: int,
+    ) -> None:
+        self.scaffold = scaffold
+        self.messages = messages
+        self.turns = turns
+        self.actions = actions
+        self.observations = observations
+        self.total_tool_calls = total_tool_calls
 
     @property
-    def final_message(self) -> Mapping[str, Any] | None:
+    def final_message(self) -> dict[str, Any] | None:
         return self.messages[-1] if self.messages else None
 
 
@@ -80,7 +124,7 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _parse_arguments(raw: Any) -> Mapping[str, Any]:
+def _parse_arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
     if isinstance(raw, str) and raw:
@@ -92,7 +136,7 @@ def _parse_arguments(raw: Any) -> Mapping[str, Any]:
     return {}
 
 
-def parse_terminus_answer(content: str) -> Mapping[str, Any] | None:
+def parse_terminus_answer(content: str) -> dict[str, Any] | None:
     """A Terminus-2 answer is a JSON object; anything else is unparseable."""
     text = content.strip()
     if not text.startswith("{"):
@@ -104,7 +148,7 @@ def parse_terminus_answer(content: str) -> Mapping[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _system_prompt(messages: list[Mapping[str, Any]]) -> str:
+def _system_prompt(messages: list[dict[str, Any]]) -> str:
     for message in messages:
         if message.get("role") == "system":
             return _text(message.get("content"))
@@ -114,37 +158,32 @@ def _system_prompt(messages: list[Mapping[str, Any]]) -> str:
 _NO_PATHS: tuple[str, ...] = ()
 
 
-def _one_path(args: Mapping[str, Any]) -> tuple[str, ...]:
+def _one_path(args: dict[str, Any]) -> tuple[str, ...]:
     path = T.declared_path(args)
     return (normalise_path(path),) if path else _NO_PATHS
 
 
-def _make_action(turn: int, name: str, args: Mapping[str, Any]) -> Action:
-    execution = T.is_execution_call(name, args)
-    command = T.shell_text(args) if execution else ""
-    editor_paths = _one_path(args) if T.is_editor_write(name, args) else _NO_PATHS
-    if execution:
-        shell_paths = tuple(map(normalise_path, shell_write_targets(command))) if command else ()
-        targets = shell_paths
-    else:
-        shell_paths = _NO_PATHS
-        targets = editor_paths or _one_path(args)
+@lru_cache(maxsize=4096)
+def _shell_write_paths(command: str) -> tuple[str, ...]:
+    return tuple(map(normalise_path, shell_write_targets(command))) if command else _NO_PATHS
+
+
+def _make_action(turn: int, name: str, args: dict[str, Any]) -> Action:
+    path = _one_path(args)
+    editor_paths = path if T.is_editor_write(name, args) else _NO_PATHS
+    kind = T.action_kind(name, args)
+    if not T.is_execution_call(name, args):
+        return Action(turn, name, args, kind, "", False, False, editor_paths, _NO_PATHS, path)
+    command = T.shell_text(args)
+    shell_paths = _shell_write_paths(command)
+    formal = bool(command) and is_formal_test(command)
     return Action(
-        turn=turn,
-        name=name,
-        args=args,
-        kind=T.action_kind(name, args),
-        command=command,
-        is_execution=execution,
-        is_formal_test=bool(command) and is_formal_test(command),
-        editor_paths=editor_paths,
-        shell_paths=shell_paths,
-        targets=targets,
+        turn, name, args, kind, command, True, formal, editor_paths, shell_paths, shell_paths
     )
 
 
 def build_tool_trajectory(
-    messages: list[Mapping[str, Any]], names: Mapping[str, str], scaffold: str
+    messages: list[dict[str, Any]], names: dict[str, str], scaffold: str
 ) -> Trajectory:
     turns: list[Turn] = []
     actions: list[Action] = []
@@ -191,7 +230,7 @@ def build_tool_trajectory(
     return Trajectory(scaffold, messages, turns, actions, observations, total_calls)
 
 
-def build_terminus_trajectory(messages: list[Mapping[str, Any]]) -> Trajectory:
+def build_terminus_trajectory(messages: list[dict[str, Any]]) -> Trajectory:
     turns: list[Turn] = []
     actions: list[Action] = []
     observations: list[Observation] = []
@@ -245,7 +284,7 @@ def _share_message_targets(turns: list[Turn]) -> None:
 
 
 def build_trajectory(record: Mapping[str, Any], scaffold: str | None = None) -> Trajectory:
-    messages: list[Mapping[str, Any]] = [
+    messages: list[dict[str, Any]] = [
         m for m in record.get("messages") or [] if isinstance(m, dict)
     ]
     names = T.canonical_tool_names(record.get("tools"))

@@ -1,0 +1,49 @@
+"""Native parts of the build; everything else is declared in pyproject.toml.
+
+The TQS V2 scorer's modules (and the IM fast check) are compiled with mypyc, and the
+character-entropy counter is a small C extension: together they make `trajcurate score`
+several times faster. The Python sources stay the single source of truth and run unchanged
+when no compiled module is present: set TRAJCURATE_PURE_PYTHON=1 to install without a C
+compiler (`scorers/__init__.py` refuses compiled modules older than their source).
+"""
+
+from __future__ import annotations
+
+import os
+
+from setuptools import Extension, setup
+
+COMPILED_MODULES = [
+    "scorers/im_check.py",
+    "scorers/tqs_v2/components.py",
+    "scorers/tqs_v2/diagnostics.py",
+    "scorers/tqs_v2/speedups.py",
+    "scorers/tqs_v2/errors.py",
+    "scorers/tqs_v2/patterns.py",
+    "scorers/tqs_v2/score.py",
+    "scorers/tqs_v2/shell.py",
+    "scorers/tqs_v2/shell_writes.py",
+    "scorers/tqs_v2/test_files.py",
+    "scorers/tqs_v2/text.py",
+    "scorers/tqs_v2/tools.py",
+    "scorers/tqs_v2/trajectory.py",
+]
+
+
+def native_extensions() -> list[Extension]:
+    if os.environ.get("TRAJCURATE_PURE_PYTHON") == "1":
+        return []
+    from mypyc.build import mypycify
+
+    entropy = Extension(
+        "scorers.tqs_v2._speedups",
+        ["scorers/tqs_v2/_speedups.c"],
+        extra_compile_args=["-O2"],
+    )
+    compiled: list[Extension] = mypycify(
+        COMPILED_MODULES, opt_level="3", group_name="scorers._native"
+    )
+    return [entropy, *compiled]
+
+
+setup(ext_modules=native_extensions())
