@@ -12,8 +12,10 @@ a rerun. Blank lines are skipped silently and only counted. Both files are writt
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,6 +36,7 @@ __all__ = ["CommandError", "ScoreOptions", "add_parser", "rejects_path", "run", 
 
 PROG = "trajcurate score"
 RAW_LIMIT = 2000  # characters of a rejected line kept in the rejects file
+GC_THRESHOLD = 100_000  # allocations between cycle collections while scoring
 STDERR_REJECT_LIMIT = 100  # rejects echoed on stderr; the rest only go to the rejects file
 
 
@@ -84,7 +87,7 @@ def score_files(options: ScoreOptions, stderr: TextIO) -> ScoreStats:
     """Score every input line into `options.output`; return the run's stats."""
     _check_paths(options)
     outputs = (options.output, rejects_path(options.output))
-    with atomic_jsonl_outputs(*outputs) as (records, rejects):
+    with atomic_jsonl_outputs(*outputs) as (records, rejects), _rare_cycle_collection():
         state = _Run(options, records, rejects, stderr)
         for path in options.inputs:
             for line_number, raw in _read(path):
@@ -136,6 +139,24 @@ class _Run:
             )
         text = raw.decode("utf-8", errors="replace")[:RAW_LIMIT]
         self.rejects.write({"file": str(path), "line": line_number, "reason": reason, "raw": text})
+
+
+@contextmanager
+def _rare_cycle_collection() -> Iterator[None]:
+    """Run Python's cycle collector rarely while scoring.
+
+    Records are acyclic dicts and lists, freed by reference counting as soon as they are
+    written; a collection every 700 allocations (the default) only re-walks them, and a full
+    one re-walks every object the imports made (frozen here, so collections skip them).
+    """
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(threshold[0], GC_THRESHOLD), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
 
 
 def _check_paths(options: ScoreOptions) -> None:
