@@ -73,6 +73,11 @@ def test_bad_role_gives_readable_reason(cases: list[dict[str, Any]]) -> None:
             "meta_info.rounds: Input should be a valid integer (got true)",
         ),
         (
+            ("meta_info", "rounds"),
+            -1,
+            "meta_info.rounds: Input should be greater than or equal to 0 (got -1)",
+        ),
+        (
             ("messages", 1, "content"),
             None,
             "messages.1.content: Input should be a valid string (got null)",
