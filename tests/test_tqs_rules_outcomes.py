@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from scorers.tqs_v2 import errors
 from scorers.tqs_v2.errors import Outcome, is_error_observation
 from scorers.tqs_v2.errors import test_outcome as outcome_of
+from scorers.tqs_v2.patterns import Rule, RuleSet
 
 PASS, FAIL, UNKNOWN = Outcome.PASS, Outcome.FAIL, Outcome.UNKNOWN
 
@@ -202,3 +206,14 @@ def test_is_error_observation(
     text: str, is_execution: bool, is_formal: bool, expected: bool
 ) -> None:
     assert is_error_observation(text, is_execution, is_formal) is expected
+
+
+def test_every_rule_pattern_compiles() -> None:
+    # Rules compile lazily, on the first text holding a hint: check them all up front.
+    rules = [value for value in vars(errors).values() if isinstance(value, Rule)]
+    for value in vars(errors).values():
+        if isinstance(value, RuleSet):
+            rules.extend(value.rules)
+    assert len(rules) > 50
+    for rule in rules:
+        assert re.compile(rule.pattern, rule.flags).pattern == rule.pattern
