@@ -20,6 +20,24 @@
 #include <stdint.h>
 #include <string.h>
 
+/* c * log2(c) for the counts a usual prefix can have, filled once by the module's init. */
+#define C_LOG_C_TABLE 8192
+static double C_LOG_C[C_LOG_C_TABLE];
+
+static void
+fill_c_log_c(void)
+{
+    for (int c = 1; c < C_LOG_C_TABLE; c++) {
+        C_LOG_C[c] = (double)c * log2((double)c);
+    }
+}
+
+static double
+c_log_c(Py_ssize_t c)
+{
+    return c < C_LOG_C_TABLE ? C_LOG_C[c] : (double)c * log2((double)c);
+}
+
 static double
 sum_c_log_c_ucs1(const Py_UCS1 *data, Py_ssize_t n)
 {
@@ -30,8 +48,7 @@ sum_c_log_c_ucs1(const Py_UCS1 *data, Py_ssize_t n)
     double total = 0.0;
     for (int code = 0; code < 256; code++) {
         if (counts[code] > 1) {
-            double c = (double)counts[code];
-            total += c * log2(c);
+            total += c_log_c(counts[code]);
         }
     }
     return total;
@@ -67,7 +84,7 @@ sum_c_log_c_wide(PyObject *text, Py_ssize_t n)
             continue;
         }
         if (run > 1) {
-            total += (double)run * log2((double)run);
+            total += c_log_c(run);
         }
         run = 1;
     }
@@ -140,12 +157,6 @@ fill_rarity(void)
     }
 }
 
-static int
-byte_rarity(Py_UCS1 c)
-{
-    return RARITY[c];
-}
-
 /* Where to anchor one hint: the offset of its rarest byte (case-folded when ignore_case). */
 static Py_ssize_t
 anchor_offset(const Py_UCS1 *hint, Py_ssize_t length, int ignore_case)
@@ -153,9 +164,9 @@ anchor_offset(const Py_UCS1 *hint, Py_ssize_t length, int ignore_case)
     Py_ssize_t best = 0;
     int best_rarity = -1;
     for (Py_ssize_t i = 0; i < length; i++) {
-        int rarity = byte_rarity(hint[i]);
+        int rarity = RARITY[hint[i]];
         if (ignore_case && hint[i] >= 'a' && hint[i] <= 'z') {
-            int upper = byte_rarity((Py_UCS1)(hint[i] - ('a' - 'A')));
+            int upper = RARITY[hint[i] - ('a' - 'A')];
             rarity = upper < rarity ? upper : rarity;
         }
         if (rarity > best_rarity) {
@@ -343,5 +354,6 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     fill_rarity();
+    fill_c_log_c();
     return PyModule_Create(&module);
 }

@@ -94,12 +94,17 @@ def verification_runs(trajectory: Trajectory) -> list[Action]:
     return [a for a in trajectory.actions if a.command and is_verification_run(a.command)]
 
 
+def _wrote_test_file(trajectory: Trajectory) -> bool:
+    for action in trajectory.actions:
+        for paths in (action.editor_paths, action.shell_paths):
+            for path in paths:
+                if is_test_file(path):
+                    return True
+    return False
+
+
 def test_verification_score(trajectory: Trajectory) -> float:
-    wrote_test = any(
-        is_test_file(path)
-        for action in trajectory.actions
-        for path in action.editor_paths + action.shell_paths
-    )
+    wrote_test = _wrote_test_file(trajectory)
     runs = verification_runs(trajectory)
     late_success = 0.0
     if runs:

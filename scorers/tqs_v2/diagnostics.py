@@ -122,17 +122,29 @@ def progressive_scope_narrowing(trajectory: Trajectory) -> float | None:
     late = scope[len(scope) // 2 :]
     if len(late) < 3:
         return None
-    concordant = discordant = 0
-    for i in range(len(late)):
-        for j in range(i + 1, len(late)):
-            if late[j] > late[i]:
-                concordant += 1
-            elif late[j] < late[i]:
-                discordant += 1
+    concordant, discordant = _kendall_pairs(late)
     if concordant + discordant == 0:
         return 0.5
     tau = (concordant - discordant) / (concordant + discordant)
     return (1 - tau) / 2
+
+
+def _kendall_pairs(values: list[int]) -> tuple[int, int]:
+    """(pairs i < j with values[j] > values[i], pairs with values[j] < values[i]).
+
+    Scope sizes take few distinct values, so each value is compared with the counts of the
+    distinct earlier values rather than with every earlier value.
+    """
+    seen: dict[int, int] = {}
+    concordant = discordant = 0
+    for value in values:
+        for earlier, count in seen.items():
+            if value > earlier:
+                concordant += count
+            elif value < earlier:
+                discordant += count
+        seen[value] = seen.get(value, 0) + 1
+    return concordant, discordant
 
 
 def tool_transition_entropy(trajectory: Trajectory) -> float | None:
