@@ -60,7 +60,12 @@ def scaffold_hint(record: Mapping[str, Any]) -> str | None:
 
 
 def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
+    return None if value is None else _round4(value)
+
+
+def _round4(value: float) -> float:
+    """`round(value, 4)`; 0.0 and 1.0, the commonest scores, skip its decimal conversion."""
+    return value if value == 0.0 or value == 1.0 else round(value, 4)
 
 
 def composite(values: Mapping[str, float | None]) -> float:
@@ -86,16 +91,16 @@ def score_trajectory(trajectory: Trajectory) -> dict[str, Any]:
         "total_tool_calls": trajectory.total_tool_calls,
         "oec_score": _round(D.observation_entropy_collapse(trajectory)),
         "iac_score": _round(D.intent_action_consistency(trajectory)),
-        "dpi_score": round(dpi, 4),
+        "dpi_score": _round4(dpi),
         "ped_score": _round(D.post_error_diversity(trajectory)),
         "psn_score": _round(D.progressive_scope_narrowing(trajectory)),
         "tte_score": _round(D.tool_transition_entropy(trajectory)),
-        "scp_score": round(D.successful_change_position(trajectory), 4),
-        "sub_score": round(sub, 4),
+        "scp_score": _round4(D.successful_change_position(trajectory)),
+        "sub_score": _round4(sub),
         "fec_score": _round(fec),
-        "stp_score": round(stp, 4),
-        "tvr_score": round(tvr, 4),
-        "composite_score": round(
+        "stp_score": _round4(stp),
+        "tvr_score": _round4(tvr),
+        "composite_score": _round4(
             composite(
                 {
                     "sub_score": sub,
@@ -104,8 +109,7 @@ def score_trajectory(trajectory: Trajectory) -> dict[str, Any]:
                     "fec_score": fec,
                     "dpi_score": dpi,
                 }
-            ),
-            4,
+            )
         ),
         "reproduce_first": _round(D.reproduce_first(trajectory)),
     }

@@ -208,7 +208,7 @@ def build_tool_trajectory(
                 raw_name = raw_name if isinstance(raw_name, str) else ""
                 if raw_name:
                     total_calls += 1
-                name = names.get(raw_name, raw_name.lower())
+                name = names.get(raw_name) or raw_name.lower()
                 action = _make_action(turn.index, name, _parse_arguments(function.get("arguments")))
                 turn.actions.append(action)
             actions.extend(turn.actions)
