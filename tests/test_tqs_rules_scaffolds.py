@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tqs_builders import (
     CLAUDE_CODE_SYSTEM,
     CLAUDE_CODE_TOOLS,
@@ -25,7 +27,15 @@ from tqs_builders import (
 )
 
 from scorers.tqs_v2 import count_tool_call_errors, score_and_count, score_record
-from scorers.tqs_v2.tools import canonical_name_by_parameters, detect_scaffold
+from scorers.tqs_v2.tools import (
+    ACTION_KINDS,
+    CLAUDE_CODE_NAMES,
+    EXECUTION_NAMES,
+    KNOWN_NAMES,
+    action_kind,
+    canonical_name_by_parameters,
+    detect_scaffold,
+)
 
 
 def record_with(tools: list[dict[str, Any]] | None, system: str = "") -> dict[str, Any]:
@@ -230,3 +240,16 @@ def test_claude_code_builder_uses_claude_code_tools() -> None:
     record = claude_code_record([assistant("Done.")])
     assert record["tools"] == CLAUDE_CODE_TOOLS
     assert scaffold_of(record["tools"], CLAUDE_CODE_SYSTEM) == "claudecode"
+
+
+KNOWN_TOOL_NAMES = sorted(KNOWN_NAMES | CLAUDE_CODE_NAMES | EXECUTION_NAMES)
+
+
+@given(
+    name=st.one_of(st.sampled_from(KNOWN_TOOL_NAMES), st.text(max_size=12)),
+    command=st.sampled_from(["view", "create", "str_replace", "insert", "undo_edit", "ls", 3]),
+)
+def test_action_kinds_are_the_seven_tte_counts(name: str, command: object) -> None:
+    # TTE normalises by log2(7 * 7) and counts bigrams of these seven kinds.
+    assert len(ACTION_KINDS) == 7
+    assert action_kind(name, {"command": command}) in ACTION_KINDS

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from itertools import pairwise
 
 from scorers.tqs_v2.shell import is_verification_run
 from scorers.tqs_v2.speedups import character_entropies, contains_any
 from scorers.tqs_v2.test_files import is_test_file
+from scorers.tqs_v2.tools import ACTION_KINDS
 from scorers.tqs_v2.trajectory import Action, Trajectory
 
 _INTENT_KEYWORDS = {
@@ -29,6 +29,7 @@ _INTENT_KEYWORDS = {
     "submit": ("finish", "submit", "complete", "done"),
 }
 _TTE_KINDS = 7
+_KIND_CODES = {kind: code for code, kind in enumerate(ACTION_KINDS)}
 
 
 _OEC_CHARS = 5000
@@ -148,13 +149,18 @@ def _kendall_pairs(values: list[int]) -> tuple[int, int]:
 
 
 def tool_transition_entropy(trajectory: Trajectory) -> float | None:
-    kinds = [a.kind for a in trajectory.actions]
-    if len(kinds) < 3:
+    actions = trajectory.actions
+    if len(actions) < 3:
         return None
-    bigrams: dict[tuple[str, str], int] = {}
-    for pair in pairwise(kinds):
-        bigrams[pair] = bigrams.get(pair, 0) + 1
-    total = len(kinds) - 1
+    # Bigrams as small ints (no tuple per pair), counted in first-seen order.
+    bigrams: dict[int, int] = {}
+    previous = _KIND_CODES[actions[0].kind]
+    for action in actions[1:]:
+        code = _KIND_CODES[action.kind]
+        bigram = previous * _TTE_KINDS + code
+        bigrams[bigram] = bigrams.get(bigram, 0) + 1
+        previous = code
+    total = len(actions) - 1
     entropy = -sum(c / total * math.log2(c / total) for c in bigrams.values())
     return min(entropy / math.log2(_TTE_KINDS * _TTE_KINDS), 1.0)
 

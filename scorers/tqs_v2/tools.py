@@ -143,6 +143,9 @@ _KIND_BY_NAME = {
 }
 
 
+ACTION_KINDS = ("think", "submit", "bash", "search", "read", "write", "other")
+
+
 def action_kind(name: str, args: dict[str, Any]) -> str:
     """think / submit / bash / search / read / write / other, for IAC, PED and TTE."""
     if name in EDITOR_NAMES:
