@@ -13,6 +13,7 @@ from reader_checks import assert_valid_records
 from scorers.tqs_v2 import score_record
 from transforms.readers.atif import read, records_from_atif
 from transforms.readers.bundle import Bundle, ReaderError
+from transforms.readers.confined import TrialFiles
 
 ATIF = Path("data/real/atif")
 # reference-scored `_instance_id` (without `real-atif-`) -> the source file it was converted from
@@ -386,7 +387,7 @@ def test_corrupt_file_is_a_reader_error(tmp_path: Path) -> None:
     with pytest.raises(ReaderError, match="corrupt JSON"):
         list(read(bad))
     with pytest.raises(ReaderError, match="corrupt JSON"):
-        records_from_atif(bad, tmp_path, "i", {}, {})
+        records_from_atif(bad, TrialFiles(tmp_path), "i", {}, {})
 
 
 def test_standalone_reference_paths_stay_in_the_file_folder(tmp_path: Path) -> None:

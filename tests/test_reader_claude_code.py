@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from reader_checks import native_records
 from role_order import assert_valid_role_order, role_order_errors
 
 from scorers.im import validate_im_record
@@ -237,20 +239,22 @@ def test_split_responses_results_and_sidechains(tmp_path: Path) -> None:
 
 
 def _trial_agent_dir(tmp_path: Path, shared_dir: Path) -> Path:
-    """A Harbor `agent/` folder whose session files link to the real ones (read in place)."""
+    """A Harbor `agent/` folder holding copies of the real session files (a symlink out of
+    the trial would be refused)."""
     agent_dir = tmp_path / "agent"
     project = agent_dir / "sessions" / "projects" / "-app"
     (project / SESSION_ID / "subagents").mkdir(parents=True)
-    (project / f"{SESSION_ID}.jsonl").symlink_to(shared_dir / HELLO)
-    (project / SESSION_ID / "subagents" / "agent-a8640dd1e78b7028c.jsonl").symlink_to(
-        shared_dir / SUBAGENT
+    shutil.copyfile(shared_dir / HELLO, project / f"{SESSION_ID}.jsonl")
+    shutil.copyfile(
+        shared_dir / SUBAGENT, project / SESSION_ID / "subagents" / "agent-a8640dd1e78b7028c.jsonl"
     )
     return agent_dir
 
 
 def test_harbor_agent_dir_gives_main_then_subagent(tmp_path: Path, shared_dir: Path) -> None:
     agent = {"name": "claude-code", "version": "2.1.222", "model": "anthropic/claude-opus-5"}
-    found = claude_code.records_from_agent_dir(
+    found = native_records(
+        claude_code,
         _trial_agent_dir(tmp_path, shared_dir),
         "trial__abc",
         agent,
@@ -270,7 +274,7 @@ def test_harbor_agent_dir_gives_main_then_subagent(tmp_path: Path, shared_dir: P
 
 
 def test_agent_dir_without_claude_logs_is_none(tmp_path: Path) -> None:
-    assert claude_code.records_from_agent_dir(tmp_path, "t", {}, {}, {}) is None
+    assert native_records(claude_code, tmp_path) is None
 
 
 def test_stream_json_stdout_is_read_when_there_is_no_session(tmp_path: Path) -> None:
@@ -327,7 +331,7 @@ def test_stream_json_stdout_is_read_when_there_is_no_session(tmp_path: Path) -> 
         {"type": "result", "total_cost_usd": 0.25},
     ]
     _write(tmp_path / "claude-code.txt", lines)
-    found = claude_code.records_from_agent_dir(tmp_path, "t", {}, {"instruction": "Do it"}, {})
+    found = native_records(claude_code, tmp_path, metadata={"instruction": "Do it"})
     assert found is not None
     records, warnings = found
     assert warnings == []

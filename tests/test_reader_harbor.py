@@ -13,6 +13,9 @@ from reader_checks import assert_valid_records
 
 from transforms.readers import harbor_trial
 from transforms.readers.bundle import Bundle, ReaderError
+from transforms.readers.confined import DEFAULT_LIMITS as LIMITS
+from transforms.readers.confined import ReadLimits, TrialFiles
+from transforms.readers.context import NativeRecords, ReadContext
 from transforms.readers.harbor import read
 from transforms.readers.harbor_trial import read_trial, trial_rewards
 from transforms.readers.im_builder import build_im_record
@@ -128,9 +131,9 @@ def test_read_streams_one_trial_at_a_time(
     seen: list[str] = []
     real = read_trial
 
-    def counting(trial_dir: Path, job: str | None = None) -> Bundle:
+    def counting(trial_dir: Path, job: str | None = None, limits: ReadLimits = LIMITS) -> Bundle:
         seen.append(trial_dir.name)
-        return real(trial_dir, job)
+        return real(trial_dir, job, limits)
 
     monkeypatch.setattr("transforms.readers.harbor.read_trial", counting)
     bundles = read(shared_dir / COMPOSED)
@@ -173,7 +176,9 @@ def test_reward_json_fallback_drops_non_numeric_keys(shared_dir: Path) -> None:
         / ("2026-05-26__14-35-08/long-running-refresh-token-cache__hJrAGxP/verifier")
     )
     warnings: list[str] = []
-    rewards, source = trial_rewards({"verifier_result": None}, verifier, warnings)
+    rewards, source = trial_rewards(
+        {"verifier_result": None}, TrialFiles(verifier.parent), warnings
+    )
     assert source == "reward.json"
     assert rewards is not None and rewards["reward"] == 0.875 and len(rewards) == 10
     assert "headline" not in rewards
@@ -274,16 +279,19 @@ def test_no_agent_log_is_a_reason_not_an_exception(tmp_path: Path) -> None:
 def test_native_logs_are_read_when_there_is_no_atif(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[tuple[Any, ...]] = []
+    calls: list[tuple[ReadContext, Path]] = []
     messages = [{"role": "user", "content": "task"}, {"role": "assistant", "content": "done"}]
 
-    def records_from_agent_dir(*args: Any) -> tuple[list[dict[str, Any]], list[str]] | None:
-        calls.append(args)
+    def records_from_agent_dir(ctx: ReadContext, agent_dir: Path) -> NativeRecords | None:
+        calls.append((ctx, agent_dir))
         if len(calls) == 1:
             return None
-        _, instance_id, agent, metadata, usage = args
         record = build_im_record(
-            messages, instance_id=instance_id, agent=agent, metadata=metadata, usage=usage
+            messages,
+            instance_id=ctx.instance_id,
+            agent=ctx.agent,
+            metadata=ctx.metadata,
+            usage=ctx.usage,
         )
         return [record], ["native warning"]
 
@@ -298,10 +306,11 @@ def test_native_logs_are_read_when_there_is_no_atif(
     assert bundle["warnings"] == ["native warning"]
     assert_valid_records(bundle["records"])
     assert bundle["metadata"]["scaffold"] == "claudecode"
-    agent_dir, instance_id, agent, metadata, usage = calls[1]
-    assert (agent_dir, instance_id) == (trial / "agent", "t__1")
-    assert agent == {"name": "claude-code", "version": "1", "model": "m"}
-    assert metadata["rewards"] == {"reward": 1.0} and usage == {}
+    ctx, agent_dir = calls[1]
+    assert (agent_dir, ctx.instance_id) == (trial / "agent", "t__1")
+    assert ctx.files.root == trial
+    assert ctx.agent == {"name": "claude-code", "version": "1", "model": "m"}
+    assert ctx.metadata["rewards"] == {"reward": 1.0} and ctx.usage == {}
 
 
 @pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink"])
@@ -330,10 +339,14 @@ def test_main_trajectory_symlinked_out_of_the_trial_is_refused(tmp_path: Path) -
     (trial / "agent/trajectory.json").symlink_to(outside)
     bundle = read_trial(trial)
     assert bundle["records"] == []
-    assert "refused trajectory path" in bundle["warnings"][0]
+    assert bundle["warnings"][0] == (
+        "refused agent/trajectory.json: a symlink to a target outside the trial"
+    )
 
 
 def test_a_folder_without_trials_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "empty").mkdir()
+    (tmp_path / "folder" / "empty").mkdir(parents=True)  # its parent holds no trial either
     with pytest.raises(ReaderError, match="no Harbor trial found"):
-        list(read(tmp_path))
+        list(read(tmp_path / "folder"))
+    with pytest.raises(ReaderError, match="no Harbor trial found"):
+        list(read(tmp_path / "folder" / "empty"))

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
+from reader_checks import native_records
 from role_order import assert_valid_role_order
 
 from scorers.im import validate_im_record
@@ -197,9 +198,7 @@ def test_failed_calls_errors_and_a_cut_off_step(tmp_path: Path) -> None:
 def test_harbor_agent_dir_uses_the_trial_identity(tmp_path: Path) -> None:
     _typical().write(tmp_path / "agent" / "opencode.txt")
     agent = {"name": "opencode", "version": "1.0.5", "model": "anthropic/claude-sonnet-4"}
-    found = opencode.records_from_agent_dir(
-        tmp_path / "agent", "task__x", agent, {}, {"cost_usd": 1.5}
-    )
+    found = native_records(opencode, tmp_path / "agent", "task__x", agent, {}, {"cost_usd": 1.5})
     assert found is not None
     (record,), warnings = found
     assert warnings == []
@@ -207,12 +206,12 @@ def test_harbor_agent_dir_uses_the_trial_identity(tmp_path: Path) -> None:
     assert info["_instance_id"] == "task__x"
     assert info["_usage"] == {"cost_usd": 1.5}
     assert record["meta_info"]["teacher"] == "anthropic/claude-sonnet-4"
-    assert opencode.records_from_agent_dir(tmp_path, "t", {}, {}, {}) is None
+    assert native_records(opencode, tmp_path) is None
 
 
 def test_a_stream_without_a_user_event_takes_the_instruction(tmp_path: Path) -> None:
     Stream().step(text="Done.").write(tmp_path / "opencode.txt")
-    found = opencode.records_from_agent_dir(tmp_path, "t", {}, {"instruction": "Say done."}, {})
+    found = native_records(opencode, tmp_path, metadata={"instruction": "Say done."})
     assert found is not None
     (record,), _ = found
     assert [m["content"] for m in record["messages"]] == ["", "Say done.", "Done."]

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+from reader_checks import native_records
 from role_order import assert_valid_role_order
 
 from scorers.im import validate_im_record
@@ -111,14 +112,14 @@ def test_harbor_event_files_give_the_same_record(tmp_path: Path, shared_dir: Pat
     folder.mkdir(parents=True)
     for event in events:  # written out of order: the reader sorts by the numeric file name
         (folder / f"{event['id']}.json").write_bytes(orjson.dumps(event))
-    found = openhands.records_from_agent_dir(tmp_path / "agent", "hello__1", {}, {}, {})
+    found = native_records(openhands, tmp_path / "agent", "hello__1")
     assert found is not None
     (record,), warnings = found
     assert warnings == []
     standalone = _one(shared_dir / NATIVE / "rfc-openhands_trajectory.json")["records"][0]
     assert record["messages"] == standalone["messages"]
     assert record["meta_info"]["unique_info"]["_instance_id"] == "hello__1"
-    assert openhands.records_from_agent_dir(tmp_path, "t", {}, {}, {}) is None
+    assert native_records(openhands, tmp_path) is None
 
 
 def _action(event_id: int, response: str, call: str, command: str) -> dict[str, Any]:

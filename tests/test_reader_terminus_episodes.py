@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
+from reader_checks import native_records
 from role_order import assert_valid_role_order
 
 from scorers.im import validate_im_record
@@ -47,7 +48,8 @@ def _episodes(agent_dir: Path, turns: list[tuple[str | None, str | None]]) -> Pa
 
 
 def _read(agent_dir: Path, agent: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
-    found = terminus_episodes.records_from_agent_dir(
+    found = native_records(
+        terminus_episodes,
         agent_dir,
         "hello__T1",
         agent or {},
@@ -99,16 +101,16 @@ def test_a_last_episode_without_response_is_dropped_with_a_warning(tmp_path: Pat
 
 
 def test_no_episode_folders_is_none_and_empty_ones_are_refused(tmp_path: Path) -> None:
-    assert terminus_episodes.records_from_agent_dir(tmp_path, "t", {}, {}, {}) is None
+    assert native_records(terminus_episodes, tmp_path) is None
     (tmp_path / "episode-0").mkdir()
     with pytest.raises(ReaderError, match=r"^no messages: the episode folders hold"):
-        terminus_episodes.records_from_agent_dir(tmp_path, "t", {}, {}, {})
+        native_records(terminus_episodes, tmp_path)
 
 
 def test_empty_files_are_refused_and_a_bad_debug_json_only_loses_the_model(tmp_path: Path) -> None:
     _episodes(tmp_path / "a", [("", " \n")])
     with pytest.raises(ReaderError, match=r"^no messages: the episode folders hold"):
-        terminus_episodes.records_from_agent_dir(tmp_path / "a", "t", {}, {}, {})
+        native_records(terminus_episodes, tmp_path / "a")
     agent_dir = _episodes(tmp_path / "b", [(TASK_PROMPT, _answer("Done.", [], True))])
     (agent_dir / "episode-0" / "debug.json").write_bytes(b'{"model": "openai/gp')
     record, warnings = _read(agent_dir)

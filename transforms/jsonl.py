@@ -17,8 +17,10 @@ import orjson
 __all__ = [
     "JsonlWriter",
     "LineError",
+    "LineTooLong",
     "dumps_line",
     "is_blank",
+    "iter_handle_lines",
     "iter_lines",
     "parse_line",
     "write_jsonl",
@@ -32,16 +34,43 @@ class LineError(ValueError):
     """One JSONL line that cannot be read as JSON; the message is a short reason."""
 
 
+class LineTooLong(ValueError):
+    """A line longer than the reader accepts; the rest of the file is not read."""
+
+    def __init__(self, number: int, limit: int) -> None:
+        super().__init__(f"line {number} is longer than {limit} bytes")
+        self.number = number
+        self.limit = limit
+
+
 def iter_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
     """Yield `(line_number, raw_line)` without the line terminator, streaming the file.
 
     A UTF-8 byte order mark at the start of the file is dropped.
     """
     with open(path, "rb") as handle:
+        yield from iter_handle_lines(handle)
+
+
+def iter_handle_lines(
+    handle: IO[bytes], *, max_line_bytes: int | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """`iter_lines` over an open binary file. With `max_line_bytes`, at most that many bytes
+    (plus its terminator) of a line are ever held: a longer line raises `LineTooLong`."""
+    if max_line_bytes is None:
         for number, line in enumerate(handle, start=1):
             if number == 1 and line.startswith(_BOM):
                 line = line[len(_BOM) :]
             yield number, line.rstrip(b"\r\n")
+        return
+    number = 0
+    while line := handle.readline(max_line_bytes + 2):
+        number += 1
+        if len(line.rstrip(b"\r\n")) > max_line_bytes:
+            raise LineTooLong(number, max_line_bytes)
+        if number == 1 and line.startswith(_BOM):
+            line = line[len(_BOM) :]
+        yield number, line.rstrip(b"\r\n")
 
 
 def is_blank(raw: bytes) -> bool:

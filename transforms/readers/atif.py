@@ -6,10 +6,14 @@ for `agent/trajectory.json`. Both follow continuations (`continued_trajectory_re
 same instance: referenced files (`subagent_trajectory_ref[].trajectory_path`), embedded
 `subagent_trajectories[]` (matched by `trajectory_id`), and Claude Code's flattened
 `extra.is_sidechain` steps. Problems with referenced files are warnings, never crashes.
+Every file is opened through a `TrialFiles` (the trial folder, or a standalone file's own
+folder): confined, regular files only, size-capped. A message or content of the wrong JSON
+type refuses the trajectory (see `atif_messages.py`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +28,7 @@ from transforms.readers.atif_files import (
 )
 from transforms.readers.atif_messages import is_terminus, steps_to_messages
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle, standalone_instance_id
+from transforms.readers.confined import DEFAULT_LIMITS, FileMissing, ReadLimits, TrialFiles
 from transforms.readers.conversation import Message
 from transforms.readers.im_builder import build_im_record, date_of, scaffold_for_agent
 
@@ -57,11 +62,12 @@ class _Trajectory:
     first_timestamp: Any = None
 
 
-def read(path: Path) -> Iterator[Bundle]:
-    """One bundle for a standalone ATIF file (rewards unknown: None)."""
+def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
+    """One bundle for a standalone ATIF file (rewards unknown: None); references and
+    continuations resolve inside the file's own folder."""
     path = Path(path)
     if path.is_dir():
-        if not (path / "trajectory.json").is_file():
+        if not TrialFiles(path, limits).is_file(path / "trajectory.json"):
             raise ReaderError(f"{path}: no trajectory.json in this folder")
         path = path / "trajectory.json"
     continued = CONTINUATION_NAME.search(path.name)
@@ -70,10 +76,13 @@ def read(path: Path) -> Iterator[Bundle]:
         and (main_file := path.with_name(path.name[: continued.start()] + ".json")).exists()
     ):
         raise ReaderError(f"{path}: a continuation of {main_file.name}; read that file instead")
-    doc = load_document(path, str(path))
+    files = TrialFiles.for_input(path, limits)
+    doc = load_document(files, path, str(path))
     instance_id = standalone_instance_id(path)
     metadata = {"source_file": str(path), "session_id": doc.get("session_id")}
-    records, warnings = _records(doc, path, path.parent.resolve(), instance_id, metadata, {})
+    # the file as it sits in its (real) folder: references resolve beside it
+    located = Path(files.real_root) / path.name
+    records, warnings = _records(doc, located, files, instance_id, metadata, {})
     main = records[0]["meta_info"]["unique_info"]
     yield new_bundle(
         instance_id,
@@ -88,7 +97,7 @@ def read(path: Path) -> Iterator[Bundle]:
 
 def records_from_atif(
     path: Path,
-    root: Path,
+    files: TrialFiles,
     instance_id: str,
     metadata: Mapping[str, Any],
     usage: Mapping[str, Any],
@@ -97,24 +106,22 @@ def records_from_atif(
     query_source: str = "atif",
     date: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """(IM records main-first, warnings) for the ATIF file `path` inside the folder `root`.
+    """(IM records main-first, warnings) for the ATIF file `path` inside `files`' root.
 
     `metadata` / `usage` come from the caller (Harbor's result.json); usage it lacks is filled
     from the trajectory's final metrics. `agent` = {name, version, model} fills what the
-    trajectory's own `agent` block lacks. `ReaderError` if the main file cannot be used.
+    trajectory's own `agent` block lacks. `ReaderError` if the main file cannot be used
+    (outside the root, not a regular file, corrupt, wrong-typed content).
     """
-    root = root.resolve()
-    resolved = Path(path).resolve()
-    if not resolved.is_relative_to(root):
-        raise ReaderError(f"refused trajectory path {str(path)!r}: it resolves outside {root}")
-    doc = load_document(resolved, shown_path(resolved, root))
-    return _records(doc, resolved, root, instance_id, metadata, usage, agent, query_source, date)
+    doc = load_document(files, path, files.shown(path))
+    resolved = Path(os.path.realpath(path))
+    return _records(doc, resolved, files, instance_id, metadata, usage, agent, query_source, date)
 
 
 def _records(
     doc: dict[str, Any],
     path: Path,
-    root: Path,
+    files: TrialFiles,
     instance_id: str,
     metadata: Mapping[str, Any],
     usage: Mapping[str, Any],
@@ -123,8 +130,8 @@ def _records(
     date: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     warnings: list[str] = []
-    converter = _Converter(root.resolve(), warnings)
-    main = converter.convert(doc, path.resolve(), depth=0, fallback_agent=agent or {})
+    converter = _Converter(files, warnings)
+    main = converter.convert(doc, path, depth=0, fallback_agent=agent or {})
     instance_metadata = dict(metadata)
     instance_metadata["atif_schema_version"] = doc.get("schema_version")
     instance_metadata["warnings"] = [*instance_metadata.get("warnings", []), *warnings]
@@ -161,8 +168,9 @@ def _records(
 class _Converter:
     """Converts one instance's trajectories, collecting subagents and warnings on the way."""
 
-    def __init__(self, root: Path, warnings: list[str]) -> None:
-        self.root = root
+    def __init__(self, files: TrialFiles, warnings: list[str]) -> None:
+        self.files = files
+        self.root = Path(files.real_root)
         self.warnings = warnings
         self.subagents: list[_Trajectory] = []
         self.seen_files: set[Path] = set()
@@ -184,7 +192,8 @@ class _Converter:
         self.seen_files.add(path)
         segments = [doc]
         if follow_continuations:
-            segments += load_continuations(doc, path, self.root, self.seen_files, self.warnings)
+            segments += load_continuations(doc, path, self.files, self.seen_files, self.warnings)
+            self.warnings.extend(self.files.take_warnings())
         steps = [s for segment in segments for s in segment.get("steps") or []]
         agent = _agent_of(doc.get("agent"), fallback_agent)
         terminus = terminus_parent or is_terminus(agent["name"])
@@ -231,7 +240,8 @@ class _Converter:
     ) -> None:
         embedded: dict[str, Mapping[str, Any]] = {}
         for segment in segments:
-            for sub in segment.get("subagent_trajectories") or []:
+            subs = segment.get("subagent_trajectories")
+            for sub in subs if isinstance(subs, list) else []:
                 if isinstance(sub, Mapping):
                     key = str(sub.get("trajectory_id") or sub.get("session_id") or len(embedded))
                     embedded.setdefault(key, sub)
@@ -275,13 +285,13 @@ class _Converter:
             return
         if target in self.seen_files:
             return
-        if not target.is_file():
+        try:
+            doc = load_document(self.files, target, shown_path(target, self.root))
+        except FileMissing:
             self.warnings.append(
                 f"subagent trajectory {raw} not found (referenced from {path.name})"
             )
             return
-        try:
-            doc = load_document(target, shown_path(target, self.root))
         except ReaderError as exc:
             self.warnings.append(f"subagent trajectory skipped: {exc}")
             return
@@ -305,7 +315,7 @@ def _tool_definitions(raw_agent: Any) -> list[dict[str, Any]] | None:
     """The agent's OpenAI tool schemas; None (= rebuild from calls) when it declares none."""
     definitions = raw_agent.get("tool_definitions") if isinstance(raw_agent, Mapping) else None
     tools = []
-    for definition in definitions or []:
+    for definition in definitions if isinstance(definitions, list) else []:
         if not isinstance(definition, Mapping):
             continue
         function = definition.get("function", definition)
@@ -339,7 +349,7 @@ def _refs(steps: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
             continue
         observation = step.get("observation")
         results = observation.get("results") if isinstance(observation, Mapping) else None
-        for result in results or []:
+        for result in results if isinstance(results, list) else []:
             refs = result.get("subagent_trajectory_ref") if isinstance(result, Mapping) else None
             if isinstance(refs, Mapping):
                 refs = [refs]

@@ -3,7 +3,8 @@
 A trajectory may name other files (continuations, subagent trajectories). Those paths are
 data, not trusted: they resolve only inside the trial folder (or, for a standalone file, its
 own folder). Absolute paths, `..` components and symlinks that lead outside are refused with
-a warning naming the path, and never opened.
+a warning naming the path, and never opened. Every file is opened through the trial's
+`TrialFiles` (confined, regular files only, size-capped; see `confined.py`).
 """
 
 from __future__ import annotations
@@ -16,24 +17,25 @@ from typing import Any
 import orjson
 
 from transforms.readers.bundle import ReaderError
+from transforms.readers.confined import FileMissing, TrialFiles, utf8_json
 
 CONTINUATION_NAME = re.compile(r"\.cont-(\d+)\.json\Z")
 
 
-def load_document(path: Path, shown: str) -> dict[str, Any]:
+def load_document(files: TrialFiles, path: Path, shown: str) -> dict[str, Any]:
     """A trajectory JSON object, or `ReaderError` with a one-line reason naming `shown`."""
-    data = load_object(path, shown)
+    data = load_object(files, path, shown)
     if not isinstance(data.get("steps"), list):
         raise ReaderError(f"{shown}: not an ATIF trajectory (no steps list)")
     return data
 
 
-def load_object(path: Path, shown: str) -> dict[str, Any]:
-    """A JSON object, or `ReaderError` with a one-line reason naming `shown`."""
+def load_object(files: TrialFiles, path: Path, shown: str) -> dict[str, Any]:
+    """A JSON object, or `ReaderError` with a one-line reason naming `shown` (`FileMissing`
+    when the file does not exist)."""
+    raw = files.read_bytes(path)
     try:
-        data = orjson.loads(path.read_bytes())
-    except OSError as exc:
-        raise ReaderError(f"{shown}: cannot read ({exc.strerror or exc})") from None
+        data = orjson.loads(utf8_json(raw, shown))
     except orjson.JSONDecodeError as exc:
         raise ReaderError(f"{shown}: corrupt JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -69,13 +71,14 @@ def resolve_inside(raw: Any, base: Path, root: Path) -> tuple[Path | None, str |
 
 
 def load_continuations(
-    doc: Mapping[str, Any], path: Path, root: Path, seen: set[Path], warnings: list[str]
+    doc: Mapping[str, Any], path: Path, files: TrialFiles, seen: set[Path], warnings: list[str]
 ) -> list[dict[str, Any]]:
     """Documents that continue `path`, in order: its `continued_trajectory_ref` chain, then
     any sibling `<stem>.cont-<n>.json` the chain did not reach, in numeric order.
 
     A missing, refused or corrupt continuation is a warning; the chain stops there.
     """
+    root = Path(files.real_root)
     loaded: list[dict[str, Any]] = []
     current, current_doc = path, doc
     while True:
@@ -90,15 +93,16 @@ def load_continuations(
             break
         if target in seen:
             break
-        if not target.is_file():
+        try:
+            current_doc = load_document(files, target, shown_path(target, root))
+        except FileMissing:
             warnings.append(f"continuation {ref} not found (referenced from {current.name})")
             break
-        seen.add(target)
-        try:
-            current_doc = load_document(target, shown_path(target, root))
         except ReaderError as exc:
+            seen.add(target)
             warnings.append(str(exc))
             break
+        seen.add(target)
         current = target
         loaded.append(current_doc)
     if CONTINUATION_NAME.search(path.name):
@@ -106,7 +110,7 @@ def load_continuations(
     stem = path.name.removesuffix(".json")
     siblings = sorted(
         (int(m.group(1)), p)
-        for p in path.parent.glob(f"{_glob_escape(stem)}.cont-*.json")
+        for p in files.list_dir(path.parent)
         if (m := CONTINUATION_NAME.search(p.name)) and p.name == f"{stem}.cont-{m.group(1)}.json"
     )
     for _, sibling in siblings:
@@ -118,11 +122,7 @@ def load_continuations(
             continue
         seen.add(target)
         try:
-            loaded.append(load_document(target, shown_path(target, root)))
+            loaded.append(load_document(files, target, shown_path(target, root)))
         except ReaderError as exc:
             warnings.append(str(exc))
     return loaded
-
-
-def _glob_escape(text: str) -> str:
-    return re.sub(r"([*?\[])", r"[\1]", text)

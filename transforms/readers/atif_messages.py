@@ -9,6 +9,9 @@ its observations come back as user messages.
 `normalise_roles` then makes the sequence a valid IM conversation: one leading system message,
 consecutive user (or assistant) turns merged, text after a tool result folded into it, and
 nothing after the last assistant message.
+
+A message, reasoning or result content that is neither text, null nor content parts is
+refused (`ReaderError` naming the file, the step and the field), not turned into text.
 """
 
 from __future__ import annotations
@@ -20,17 +23,19 @@ from typing import Any
 
 import orjson
 
+from transforms.readers.bundle import ReaderError
 from transforms.readers.conversation import JOINER, Message, normalise_roles
 from transforms.readers.im_builder import as_text, scaffold_for_agent
+from transforms.readers.source_files import json_type
 
 _ANALYSIS_PLAN = re.compile(
     r"\s*Analysis:\s*(?P<analysis>.*?)(?:\n\s*Plan:\s*(?P<plan>.*))?\Z", re.S
 )
 
 
-def is_terminus(agent_name: str | None) -> bool:
+def is_terminus(agent_name: Any) -> bool:
     """Terminus-2 (and its summarisation helpers, `terminus-2-summarization-*`)."""
-    if not agent_name:
+    if not isinstance(agent_name, str) or not agent_name:
         return False
     name = agent_name.strip().lower()
     return scaffold_for_agent(name) == "terminus2" or name.startswith("terminus")
@@ -48,65 +53,99 @@ def steps_to_messages(
         if step.get("is_copied_context") is True:
             continue
         source = step.get("source")
+        where = f"{label} step {step.get('step_id')}"
         if source == "agent":
             if step.get("llm_call_count") == 0:
                 continue
             messages.extend(_agent_step(step, terminus, label, warnings))
         elif source == "user":
-            messages.append({"role": "user", "content": as_text(step.get("message"))})
+            content = as_text(step.get("message"), f"{where}: message")
+            messages.append({"role": "user", "content": content})
         elif source == "system":
-            messages.extend(_system_step(step, messages, terminus))
+            messages.extend(_system_step(step, messages, terminus, where))
         else:
             warnings.append(f"{label}: step {step.get('step_id')} has unknown source {source!r}")
     return normalise_roles(messages)
 
 
-def _results(step: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _wrong(where: str, value: Any, expected: str) -> ReaderError:
+    return ReaderError(f"{where} is a JSON {json_type(value)}, expected {expected}")
+
+
+def _objects(value: Any, where: str, item: str) -> list[Mapping[str, Any]]:
+    """A list of JSON objects (null = none); anything else is refused naming `where`."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _wrong(where, value, "an array")
+    for number, entry in enumerate(value, 1):
+        if not isinstance(entry, Mapping):
+            raise _wrong(f"{where} {item} {number}", entry, "an object")
+    return value
+
+
+def _results(step: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
     observation = step.get("observation")
-    results = observation.get("results") if isinstance(observation, Mapping) else None
-    return [r for r in results or [] if isinstance(r, Mapping)]
+    if observation is None:
+        return []
+    if not isinstance(observation, Mapping):
+        raise _wrong(f"{where}: observation", observation, "an object")
+    return _objects(observation.get("results"), f"{where}: observation results", "item")
 
 
-def _calls(step: Mapping[str, Any]) -> list[Message]:
+def _calls(step: Mapping[str, Any], where: str) -> list[Message]:
+    calls = _objects(step.get("tool_calls"), f"{where}: tool_calls", "item")
+    for number, call in enumerate(calls, 1):
+        arguments = call.get("arguments")
+        if arguments is not None and not isinstance(arguments, str | Mapping):
+            raise _wrong(f"{where}: tool call {number} arguments", arguments, "an object")
     return [
         {
             "id": str(call.get("tool_call_id") or ""),
             "name": str(call.get("function_name") or ""),
             "arguments": call.get("arguments"),
         }
-        for call in step.get("tool_calls") or []
-        if isinstance(call, Mapping)
+        for call in calls
     ]
 
 
 def _agent_step(
     step: Mapping[str, Any], terminus: bool, label: str, warnings: list[str]
 ) -> list[Message]:
-    message = as_text(step.get("message"))
-    reasoning = as_text(step.get("reasoning_content"))
-    calls = _calls(step)
-    results = _results(step)
+    where = f"{label} step {step.get('step_id')}"
+    message = as_text(step.get("message"), f"{where}: message")
+    reasoning = as_text(step.get("reasoning_content"), f"{where}: reasoning_content")
+    calls = _calls(step, where)
+    results = _results(step, where)
     if terminus:
         content = terminus_answer(message, calls, label, warnings) if calls else message
         out: list[Message] = [
             {"role": "assistant", "content": content, "reasoning_content": reasoning}
         ]
-        observation = JOINER.join(t for t in (as_text(r.get("content")) for r in results) if t)
+        texts = (_result_text(r, n, where) for n, r in enumerate(results, 1))
+        observation = JOINER.join(t for t in texts if t)
         if observation:
             out.append({"role": "user", "content": observation})
         return out
     assistant: Message = {"role": "assistant", "content": message, "reasoning_content": reasoning}
     if calls:
         assistant["tool_calls"] = calls
-    return [assistant, *align_results(calls, results)]
+    return [assistant, *align_results(calls, results, where)]
 
 
-def align_results(calls: list[Message], results: list[Mapping[str, Any]]) -> list[Message]:
+def _result_text(result: Mapping[str, Any], number: int, where: str) -> str:
+    return as_text(result.get("content"), f"{where}: observation result {number} content")
+
+
+def align_results(
+    calls: list[Message], results: list[Mapping[str, Any]], where: str = "step"
+) -> list[Message]:
     """One tool message per result, in the order of the calls they answer.
 
     Results name their call by `source_call_id`; results without one answer the calls left
     unanswered, in order; a result matching no call is still kept (after the others).
     """
+    texts = {id(r): _result_text(r, n, where) for n, r in enumerate(results, 1)}
     by_id: dict[str, list[Mapping[str, Any]]] = {}
     anonymous: list[Mapping[str, Any]] = []
     for result in results:
@@ -121,39 +160,39 @@ def align_results(calls: list[Message], results: list[Mapping[str, Any]]) -> lis
         if matched is None and anonymous:
             matched = [anonymous.pop(0)]
         for result in matched or []:
-            out.append(_tool_message(result, call["id"], call["name"]))
+            out.append(_tool_message(texts[id(result)], call["id"], call["name"]))
     leftovers = [r for group in by_id.values() for r in group] + anonymous
     for result in leftovers:
-        if as_text(result.get("content")) or result.get("source_call_id"):
-            out.append(_tool_message(result, str(result.get("source_call_id") or ""), ""))
+        if texts[id(result)] or result.get("source_call_id"):
+            call_id = str(result.get("source_call_id") or "")
+            out.append(_tool_message(texts[id(result)], call_id, ""))
     return out
 
 
-def _tool_message(result: Mapping[str, Any], call_id: str, name: str) -> Message:
-    message: Message = {
-        "role": "tool",
-        "content": as_text(result.get("content")),
-        "tool_call_id": call_id,
-    }
+def _tool_message(content: str, call_id: str, name: str) -> Message:
+    message: Message = {"role": "tool", "content": content, "tool_call_id": call_id}
     if name:
         message["name"] = name
     return message
 
 
-def _system_step(step: Mapping[str, Any], so_far: list[Message], terminus: bool) -> list[Message]:
+def _system_step(
+    step: Mapping[str, Any], so_far: list[Message], terminus: bool, where: str
+) -> list[Message]:
     """Leading system steps are the system prompt; later ones (notes, compaction markers) are
     dropped, but their observations are kept: as tool results of the last assistant's calls
     when they answer one, otherwise as user messages."""
     out: list[Message] = []
+    message = as_text(step.get("message"), f"{where}: message")
     if all(m["role"] == "system" for m in so_far):
-        out.append({"role": "system", "content": as_text(step.get("message"))})
+        out.append({"role": "system", "content": message})
     last = next((m for m in reversed(so_far) if m["role"] == "assistant"), None)
     call_names = {c["id"]: c["name"] for c in (last or {}).get("tool_calls") or [] if c["id"]}
-    for result in _results(step):
-        content = as_text(result.get("content"))
+    for number, result in enumerate(_results(step, where), 1):
+        content = _result_text(result, number, where)
         call_id = str(result.get("source_call_id") or "")
         if not terminus and call_id in call_names:
-            out.append(_tool_message(result, call_id, call_names[call_id]))
+            out.append(_tool_message(content, call_id, call_names[call_id]))
         elif content:
             out.append({"role": "user", "content": content})
     return out

@@ -24,6 +24,10 @@ last-prompt, file-history-snapshot) are bookkeeping and are skipped.
 A standalone file that holds only sidechain events (a `subagents/agent-<id>.jsonl`
 transcript) reads as a bundle with subagent records only: its first "user" message was
 written by the parent model, not a person, so it is not promoted to a main-agent record.
+
+Files are opened through a `TrialFiles` (the trial, or the session file's own folder): a
+session file linked out of it, or not a regular file, is skipped with a warning. Message
+content that is a JSON number or boolean (or such a content block) refuses the session.
 """
 
 from __future__ import annotations
@@ -36,10 +40,13 @@ from transforms.readers.bundle import Bundle, ReaderError, main_record, new_bund
 from transforms.readers.claude_code_render import (
     append_stripped,
     block_text,
+    check_content,
     stringify,
     tool_result_text,
 )
 from transforms.readers.claude_code_stream import stream_json_events
+from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
+from transforms.readers.context import NativeRecords, ReadContext
 from transforms.readers.conversation import Message, normalise_roles
 from transforms.readers.im_builder import build_im_record, date_of
 from transforms.readers.source_files import iter_json_objects
@@ -51,14 +58,15 @@ SYNTHETIC_MODEL = "<synthetic>"
 STREAM_JSON = "claude-code.txt"
 
 
-def read(path: Path) -> Iterator[Bundle]:
+def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     """One bundle per session file (plus its `<session>/subagents/*.jsonl` when beside it)."""
+    path = Path(path)
+    files = TrialFiles.for_input(path, limits)
     warnings: list[str] = []
-    events = _load(path, warnings)
-    subagent_dir = path.parent / path.stem / "subagents"
-    if subagent_dir.is_dir():
-        for sub in sorted(subagent_dir.glob("*.jsonl")):
-            events.extend(_load(sub, warnings))
+    events = _load(files, path, warnings)
+    for sub in files.glob(path.parent / path.stem / "subagents", "*.jsonl"):
+        events.extend(_load(files, sub, warnings))
+    warnings.extend(files.take_warnings())
     instance_id = _first_str(events, "sessionId") or path.stem
     metadata = {"source_file": str(path)}
     records, more = session_records(events, instance_id, {}, metadata, {})
@@ -70,13 +78,7 @@ def read(path: Path) -> Iterator[Bundle]:
     yield bundle
 
 
-def records_from_agent_dir(
-    agent_dir: Path,
-    instance_id: str,
-    agent: dict[str, Any],
-    metadata: dict[str, Any],
-    usage: dict[str, Any],
-) -> tuple[list[dict[str, Any]], list[str]] | None:
+def records_from_agent_dir(ctx: ReadContext, agent_dir: Path) -> NativeRecords | None:
     """Records of a Harbor trial's Claude Code logs; None when the folder has none.
 
     Sessions live in `sessions/projects/<cwd-slug>/<session>.jsonl`, subagents in
@@ -84,24 +86,26 @@ def records_from_agent_dir(
     `claude-code.txt` is read (it has no user prompt: `metadata["instruction"]` is used
     when the caller has it). Raises `ReaderError` when the logs exist but hold nothing usable.
     """
+    files = ctx.files
     warnings: list[str] = []
     projects = agent_dir / "sessions" / "projects"
-    files = sorted(projects.rglob("*.jsonl")) if projects.is_dir() else []
-    main_files = [f for f in files if "subagents" not in f.parent.parts]
+    found = files.rglob(projects, "*.jsonl")
+    main_files = [f for f in found if "subagents" not in f.relative_to(projects).parent.parts]
     if main_files:
-        events = [e for f in main_files for e in _load(f, warnings)]
-        events += [e for f in files if f not in main_files for e in _load(f, warnings)]
+        events = [e for f in main_files for e in _load(files, f, warnings)]
+        events += [e for f in found if f not in main_files for e in _load(files, f, warnings)]
         if len(main_files) > 1:
             warnings.append(f"{len(main_files)} session files merged into one main record")
-        records, more = session_records(events, instance_id, agent, metadata, usage)
+        records, more = session_records(events, ctx.instance_id, ctx.agent, ctx.metadata, ctx.usage)
         return records, warnings + more
     stream = agent_dir / STREAM_JSON
-    if not stream.is_file():
+    if not files.is_file(stream):
         return None
-    events, cost = stream_json_events(stream, warnings, metadata.get("instruction"))
+    events, cost = stream_json_events(files, stream, warnings, ctx.metadata.get("instruction"))
+    usage = ctx.usage
     if cost is not None and not usage:
         usage = {"total_cost_usd": cost}
-    records, more = session_records(events, instance_id, agent, metadata, usage)
+    records, more = session_records(events, ctx.instance_id, ctx.agent, ctx.metadata, usage)
     return records, warnings + more
 
 
@@ -157,10 +161,10 @@ def session_records(
     return records, warnings
 
 
-def _load(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
+def _load(files: TrialFiles, path: Path, warnings: list[str]) -> list[dict[str, Any]]:
     local: list[str] = []
     try:
-        events = [event for _, event in iter_json_objects(path, local)]
+        events = [event for _, event in iter_json_objects(files, path, local)]
     finally:
         warnings.extend(f"{path.name}: {w}" for w in local)
     return events
@@ -268,11 +272,13 @@ class _Conversation:
         self.warnings: list[str] = []
         self.synthetic = 0
         self.orphans = 0
-        for event in events:
+        for number, event in enumerate(events, 1):
+            uuid = event.get("uuid")
+            where = f"{label} {event['type']} event {uuid if isinstance(uuid, str) else number}"
             if event["type"] == "assistant":
-                self._assistant(event["message"])
+                self._assistant(event["message"], where)
             else:
-                self._user(event["message"], event.get("toolUseResult"))
+                self._user(event["message"], event.get("toolUseResult"), where)
         if self.synthetic:
             self.warnings.append(f"{label}: {self.synthetic} <synthetic> message(s) dropped")
         if self.orphans:
@@ -300,7 +306,7 @@ class _Conversation:
             totals["total_cached_tokens"] += cached
         return dict(totals)
 
-    def _assistant(self, message: dict[str, Any]) -> None:
+    def _assistant(self, message: dict[str, Any], where: str) -> None:
         model = message.get("model")
         if model == SYNTHETIC_MODEL:
             self.synthetic += 1
@@ -317,14 +323,14 @@ class _Conversation:
             self.usages[key] = message["usage"]
         content = message.get("content")
         if isinstance(content, list):
-            for block in content:
-                self._assistant_block(turn, block)
+            for number, block in enumerate(content, 1):
+                self._assistant_block(turn, block, f"{where}: content block {number}")
         elif content is not None:
-            append_stripped(turn.texts, stringify(content))
+            append_stripped(turn.texts, stringify(check_content(content, f"{where}: content")))
 
-    def _assistant_block(self, turn: _Turn, block: Any) -> None:
+    def _assistant_block(self, turn: _Turn, block: Any, where: str) -> None:
         if not isinstance(block, dict):
-            append_stripped(turn.texts, stringify(block))
+            append_stripped(turn.texts, block_text(block, where))
             return
         kind = block.get("type")
         if kind == "tool_use":
@@ -338,6 +344,7 @@ class _Conversation:
             turn.calls.append(call)
         elif kind in ("thinking", "reasoning", "analysis"):
             value = block.get("text") if block.get("text") is not None else block.get("thinking")
+            value = check_content(value, f"{where} {kind}")
             append_stripped(turn.reasoning, value if isinstance(value, str) else stringify(value))
         elif kind == "redacted_thinking":
             return
@@ -348,35 +355,37 @@ class _Conversation:
         else:
             append_stripped(turn.texts, stringify(block))
 
-    def _user(self, message: dict[str, Any], tool_use_result: Any) -> None:
+    def _user(self, message: dict[str, Any], tool_use_result: Any, where: str) -> None:
         content = message.get("content")
         if isinstance(content, str):
             if content.strip():
                 self.items.append(content)
             return
         if not isinstance(content, list):
+            check_content(content, f"{where}: content")
             if content not in (None, "") and stringify(content).strip():
                 self.items.append(stringify(content))
             return
         texts: list[str] = []
-        for block in content:
+        for number, block in enumerate(content, 1):
+            what = f"{where}: content block {number}"
             if isinstance(block, dict) and block.get("type") == "tool_result":
-                self._tool_result(block, tool_use_result)
+                self._tool_result(block, tool_use_result, what)
             elif isinstance(block, dict) and isinstance(block.get("text"), str):
                 texts.append(block["text"])
             else:
-                texts.append(block_text(block))
+                texts.append(block_text(block, what))
         text = "\n\n".join(t for t in texts if t.strip())
         if text:
             self.items.append(text)
 
-    def _tool_result(self, block: dict[str, Any], tool_use_result: Any) -> None:
+    def _tool_result(self, block: dict[str, Any], tool_use_result: Any, what: str) -> None:
         call = self.calls.get(str(block.get("tool_use_id") or ""))
         if call is None:
             self.orphans += 1
             return
         if call.output is None:
-            call.output = tool_result_text(block, tool_use_result)
+            call.output = tool_result_text(block, tool_use_result, what)
 
 
 def _count(usage: dict[str, Any], key: str) -> int:

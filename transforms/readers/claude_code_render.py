@@ -6,6 +6,8 @@ session or from Harbor's `trajectory.json` gives the same messages (and TQS scor
 `[stderr]`, `[exit_code] N` and `[metadata] {...}` chunks, and `[error] tool reported
 failure` when `is_error`. Non-text values are JSON with Python's `json.dumps` spacing and
 no ASCII escaping. One deliberate difference: images become `[image]`, not base64 JSON.
+Content that is a JSON number or boolean, or a content block that is neither an object nor
+text, is refused (`ReaderError` naming where), not rendered.
 """
 
 from __future__ import annotations
@@ -13,20 +15,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from transforms.readers.bundle import ReaderError
+from transforms.readers.source_files import json_type
+
 _RESULT_KEYS_SHOWN = ("stdout", "stderr", "exitCode", "exit_code", "interrupted", "isImage")
 
 
-def tool_result_text(block: dict[str, Any], tool_use_result: Any) -> str:
+def check_content(value: Any, what: str) -> Any:
+    """`value` unless it is a JSON number or boolean (content is text, blocks or null)."""
+    if isinstance(value, bool | int | float):
+        raise ReaderError(f"{what} is a JSON {json_type(value)}, expected text or content blocks")
+    return value
+
+
+def tool_result_text(block: dict[str, Any], tool_use_result: Any, what: str = "tool_result") -> str:
     """A `tool_result` block as Harbor renders it into ATIF (see the module docstring)."""
     parts: list[str] = []
     content = block.get("content")
     if isinstance(content, str):
         append_stripped(parts, content)
     elif isinstance(content, list):
-        for item in content:
-            append_stripped(parts, block_text(item))
+        for number, item in enumerate(content, 1):
+            append_stripped(parts, block_text(item, f"{what} content block {number}"))
     elif content not in (None, ""):
-        parts.append(stringify(content))
+        parts.append(stringify(check_content(content, f"{what} content")))
     if isinstance(tool_use_result, dict) and tool_use_result:
         chunks = _result_chunks(tool_use_result)
         if chunks:
@@ -55,7 +67,10 @@ def _result_chunks(result: dict[str, Any]) -> list[str]:
     return [chunk for chunk in chunks if chunk]
 
 
-def block_text(block: Any) -> str:
+def block_text(block: Any, what: str = "content block") -> str:
+    """A content block as text; a block that is neither an object nor text is refused."""
+    if not isinstance(block, str | dict):
+        raise ReaderError(f"{what} is a JSON {json_type(block)}, expected an object or text")
     if isinstance(block, dict) and block.get("type") == "image":
         return "[image]"
     return stringify(block)

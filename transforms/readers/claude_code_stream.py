@@ -14,11 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from transforms.readers.confined import TrialFiles
 from transforms.readers.source_files import iter_json_objects
 
 
 def stream_json_events(
-    path: Path, warnings: list[str], instruction: Any = None
+    files: TrialFiles, path: Path, warnings: list[str], instruction: Any = None
 ) -> tuple[list[dict[str, Any]], float | None]:
     """Session-shaped events of a stream-json file, and the run's `total_cost_usd`."""
     local: list[str] = []
@@ -26,7 +27,7 @@ def stream_json_events(
     prompts: dict[str, str] = {}
     cost: float | None = None
     session_id = version = None
-    for _, line in iter_json_objects(path, local):
+    for _, line in iter_json_objects(files, path, local):
         kind = line.get("type")
         if kind == "system" and line.get("subtype") == "init":
             session_id = line.get("session_id")

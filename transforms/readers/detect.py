@@ -2,7 +2,9 @@
 
 Only the head of a file is read (64 KiB), so detection stays cheap on huge inputs. An input
 trajcurate does not read gets a one-line `ReaderError` naming what it looks like and the
-supported formats.
+supported formats. The head is read through `confined.TrialFiles`: a FIFO, a device or a
+socket is refused without being opened (nothing blocks); a UTF-8 BOM is skipped and UTF-16
+text decoded before sniffing.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from typing import Any
 import orjson
 
 from transforms.readers.bundle import ReaderError
+from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles, utf8_head
+from transforms.readers.harbor_layout import HEAD_BYTES, looks_like_harbor
 from transforms.readers.registry import FORMATS
 
-HEAD_BYTES = 64 * 1024
+__all__ = ["HEAD_BYTES", "detect_format", "looks_like_harbor", "supported", "unsupported"]
 _CLAUDE_CODE_EVENTS = frozenset(
     "user assistant system summary queue-operation attachment last-prompt "
     "file-history-snapshot".split()
@@ -38,13 +42,13 @@ def unsupported(path: Path, looks_like: str) -> ReaderError:
     return ReaderError(f"unsupported input: {looks_like}; supported formats: {supported()}")
 
 
-def detect_format(path: Path) -> str:
+def detect_format(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> str:
     """The registry name of the reader for `path`, or `ReaderError` saying why none fits."""
     if path.is_dir():
-        if looks_like_harbor(path):
+        if looks_like_harbor(path, limits):
             return "harbor"
         raise unsupported(path, "a folder that is not a Harbor job, jobs folder or trial")
-    head = _read_head(path)
+    head = _read_head(path, limits)
     text = head.lstrip()
     if not text:
         raise unsupported(path, "an empty file")
@@ -60,40 +64,9 @@ def detect_format(path: Path) -> str:
     return _detect_document(path, head)
 
 
-def looks_like_harbor(folder: Path) -> bool:
-    """A trial (result.json or agent/), a job (trial subfolders), or a folder of jobs."""
-    if is_trial(folder):
-        return True
-    children = subfolders(folder)
-    if any(is_trial(c) for c in children):
-        return True
-    return any(is_trial(g) for c in children for g in subfolders(c))
-
-
-def is_trial(folder: Path) -> bool:
-    if (folder / "agent").is_dir() or (folder / "verifier").is_dir():
-        return True
-    result = folder / "result.json"
-    try:
-        with open(result, "rb") as handle:
-            return b'"trial_name"' in handle.read(HEAD_BYTES)
-    except OSError:
-        return False
-
-
-def subfolders(folder: Path) -> list[Path]:
-    try:
-        return sorted(p for p in folder.iterdir() if p.is_dir())
-    except OSError:
-        return []
-
-
-def _read_head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(HEAD_BYTES)
-    except OSError as exc:
-        raise ReaderError(f"cannot read: {exc.strerror or exc}") from None
+def _read_head(path: Path, limits: ReadLimits) -> bytes:
+    """The first bytes of the input (trusted as given, but a regular file), as UTF-8."""
+    head = utf8_head(TrialFiles.for_input(path, limits).head(path, HEAD_BYTES))
     if b"\x00" in head:
         raise unsupported(path, "a binary file")
     return head

@@ -4,29 +4,43 @@ A folder that looks like Harbor (a trial, a job, or a folder of jobs) is one uni
 Harbor reader; any other folder is walked in sorted order and each file is detected on its
 own. Files that are parts of a trajectory read with their main file (ATIF continuations and
 Terminus-2 summarisation subagents next to a `trajectory.json`) are not read twice.
+
+The paths given are trusted as given (one may be a symlink); what is found inside them is
+not: the walk never follows a symlink out of the input (such an entry is a unit with a
+refusal reason) and detection never opens a FIFO or a device. `discover_trials` splits
+Harbor units into one unit per trial folder (`harbor_layout.find_trials`), each with its
+job's name; a trial folder linked out of its job is a refused unit.
 """
 
 from __future__ import annotations
 
 import glob
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from transforms.readers.bundle import ReaderError
-from transforms.readers.detect import detect_format, is_trial, looks_like_harbor, subfolders
+from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
+from transforms.readers.detect import detect_format
+from transforms.readers.harbor_layout import find_trials, looks_like_harbor
 
 _PART_FILE = re.compile(r"^trajectory\.(?:cont-\d+|summarization-\d+-\w+)\.json$")
 
 
 @dataclass(frozen=True, slots=True)
 class ReadUnit:
-    """One input for one reader; `refusal` is set (and `format` None) when none fits."""
+    """One input for one reader; `refusal` is set (and `format` None) when none fits.
+
+    `job` is the Harbor job name (raw, from the job's config.json, else its folder name) of
+    a trial unit; None for other units.
+    """
 
     path: Path
     format: str | None
     refusal: str | None = None
+    job: str | None = None
 
 
 _GLOB_CHARS = frozenset("*?[")
@@ -43,60 +57,80 @@ def expand_globs(paths: Iterable[Path]) -> Iterator[Path]:
         yield from (Path(m) for m in matches) if matches else (path,)
 
 
-def discover(paths: Iterable[Path], forced_format: str | None = None) -> Iterator[ReadUnit]:
+def discover(
+    paths: Iterable[Path], forced_format: str | None = None, limits: ReadLimits = DEFAULT_LIMITS
+) -> Iterator[ReadUnit]:
     for path in expand_globs(paths):
         if forced_format is not None:
             yield ReadUnit(path, forced_format)
         elif path.is_dir():
-            yield from _walk(path)
+            yield from _Walk(path, limits).units(path)
         else:
-            yield _detect(path)
+            yield _detect(path, limits)
 
 
-def _detect(path: Path) -> ReadUnit:
+def _detect(path: Path, limits: ReadLimits) -> ReadUnit:
     try:
-        return ReadUnit(path, detect_format(path))
+        return ReadUnit(path, detect_format(path, limits))
     except ReaderError as exc:
         return ReadUnit(path, None, str(exc))
 
 
-def _walk(folder: Path) -> Iterator[ReadUnit]:
-    if looks_like_harbor(folder):
-        yield ReadUnit(folder, "harbor")
-        return
-    try:
-        entries = sorted(folder.iterdir())
-    except OSError as exc:
-        yield ReadUnit(folder, None, f"cannot list folder: {exc.strerror or exc}")
-        return
-    for entry in entries:
-        if entry.is_dir():
-            yield from _walk(entry)
-        elif not _is_part_file(entry):
-            yield _detect(entry)
+class _Walk:
+    """A walk of one input folder that stays inside it (and visits each folder once)."""
+
+    def __init__(self, root: Path, limits: ReadLimits) -> None:
+        self.files = TrialFiles(root, limits, scope="the input")
+        self.limits = limits
+        self.seen: set[str] = set()
+
+    def units(self, folder: Path) -> Iterator[ReadUnit]:
+        real = os.path.realpath(folder)
+        if real in self.seen:
+            return
+        self.seen.add(real)
+        if looks_like_harbor(folder, self.limits):
+            yield ReadUnit(folder, "harbor")
+            return
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError as exc:
+            yield ReadUnit(folder, None, f"cannot list folder: {exc.strerror or exc}")
+            return
+        for name in names:
+            entry = folder / name
+            try:
+                self.files.resolve(entry)
+            except ReaderError as exc:
+                yield ReadUnit(entry, None, str(exc))
+                continue
+            if entry.is_dir():
+                yield from self.units(entry)
+            elif not _is_part_file(entry, self.files):
+                yield _detect(entry, self.limits)
 
 
-def _is_part_file(path: Path) -> bool:
-    return bool(_PART_FILE.match(path.name)) and (path.parent / "trajectory.json").is_file()
+def _is_part_file(path: Path, files: TrialFiles) -> bool:
+    if not _PART_FILE.match(path.name):
+        return False
+    main = path.parent / "trajectory.json"
+    return files.is_file(main)
 
 
-def harbor_trials(folder: Path) -> list[Path]:
-    """The trial folders of a trial, a job, or a folder of jobs, in sorted order."""
-    if is_trial(folder):
-        return [folder]
-    trials = []
-    for child in subfolders(folder):
-        if is_trial(child):
-            trials.append(child)
-        else:
-            trials.extend(g for g in subfolders(child) if is_trial(g))
-    return trials
-
-
-def discover_trials(paths: Iterable[Path], forced_format: str | None = None) -> Iterator[ReadUnit]:
-    """Like `discover`, with Harbor folders split into one unit per trial (for parallel reads)."""
-    for unit in discover(paths, forced_format):
+def discover_trials(
+    paths: Iterable[Path], forced_format: str | None = None, limits: ReadLimits = DEFAULT_LIMITS
+) -> Iterator[ReadUnit]:
+    """Like `discover`, with Harbor folders split into one unit per trial folder (for parallel
+    reads): every non-hidden subfolder of a job, each with the job's name."""
+    for unit in discover(paths, forced_format, limits):
         if unit.format == "harbor" and unit.path.is_dir():
-            yield from (ReadUnit(trial, "harbor") for trial in harbor_trials(unit.path))
+            trials = list(find_trials(unit.path, limits))
+            if not trials:  # e.g. `--format harbor` on a folder without trials: the reader says
+                yield unit
+            for trial in trials:
+                if trial.refusal is None:
+                    yield ReadUnit(trial.path, "harbor", job=trial.job)
+                else:
+                    yield ReadUnit(trial.path, None, trial.refusal, job=trial.job)
         else:
             yield unit

@@ -2,7 +2,13 @@
 
 A trial never raises for bad content: a corrupt `result.json` or trajectory, a missing agent
 log or an unreadable reward becomes a reason in the bundle's `warnings` (with `records: []`
-when nothing usable is left), so one broken trial cannot stop a job.
+when nothing usable is left), so one broken trial cannot stop a job. An empty or
+config-only trial folder is such a bundle too.
+
+The folder is untrusted: every file is opened through one `TrialFiles` rooted at it
+(`confined.py`). A `result.json` or trajectory that leaves the trial, or is not a regular
+file, is refused like a corrupt one; an optional file (verifier rewards, native logs) that
+does is treated as absent, with a warning naming it.
 """
 
 from __future__ import annotations
@@ -11,43 +17,61 @@ import importlib
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transforms.readers.atif import records_from_atif
 from transforms.readers.atif_files import load_object
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
+from transforms.readers.confined import DEFAULT_LIMITS, FileMissing, ReadLimits, TrialFiles
+from transforms.readers.context import NativeLogReader, NativeRecords, ReadContext
 from transforms.readers.im_builder import date_of
+
+if TYPE_CHECKING:  # each native module's reader satisfies the protocol
+    from transforms.readers import claude_code, opencode, openhands, terminus_episodes
+
+    _NATIVE_READERS: tuple[NativeLogReader, ...] = (
+        claude_code.records_from_agent_dir,
+        opencode.records_from_agent_dir,
+        openhands.records_from_agent_dir,
+        terminus_episodes.records_from_agent_dir,
+    )
 
 __all__ = ["NATIVE_LOG_MODULES", "read_trial", "trial_rewards"]
 
-# Tried in this order when a trial has no ATIF trajectory; each module provides
-# `records_from_agent_dir(agent_dir, instance_id, agent, metadata, usage)`.
+# Tried in this order when a trial has no ATIF trajectory; each module provides a
+# `NativeLogReader` named `records_from_agent_dir` (see `context.py`).
 NATIVE_LOG_MODULES = ("claude_code", "opencode", "openhands", "terminus_episodes")
 USAGE_KEYS = ("n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd")
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
+EMPTY_TRIAL = "empty trial folder: no result.json, agent/ or verifier/"
 
 Records = list[dict[str, Any]]
 
 
-def read_trial(trial_dir: Path, job: str | None = None) -> Bundle:
+def read_trial(
+    trial_dir: Path, job: str | None = None, limits: ReadLimits = DEFAULT_LIMITS
+) -> Bundle:
     """The bundle of one trial; `job` is the Harbor job name (None when unknown)."""
     source = str(trial_dir)
+    files = TrialFiles(trial_dir, limits)
     warnings: list[str] = []
     try:
-        result = _load_object(trial_dir / "result.json", "result.json")
+        result = _load_object(files, trial_dir / "result.json", "result.json")
     except ReaderError as exc:
         return new_bundle(trial_dir.name, source, "harbor", [], job=job, warnings=[str(exc)])
     if result is None:
+        if not (files.is_dir(trial_dir / "agent") or files.is_dir(trial_dir / "verifier")):
+            return _not_a_trial(files, trial_dir, job)
         warnings.append("result.json missing: no trial result (rewards from verifier/ only)")
         result = {}
-    config = _config(trial_dir, result)
+    config = _config(files, trial_dir, result)
     instance_id = str(result.get("trial_name") or config.get("trial_name") or trial_dir.name)
-    rewards, reward_source = trial_rewards(result, trial_dir / "verifier", warnings)
+    rewards, reward_source = trial_rewards(result, files, warnings)
     agent = _agent(result, config)
     metadata = _metadata(result, config, job, agent, rewards, reward_source)
     usage = _usage(result)
     records, log_warnings, log_format = _agent_records(
-        trial_dir, instance_id, agent, {**metadata, "warnings": list(warnings)}, usage
+        files, trial_dir, instance_id, agent, {**metadata, "warnings": list(warnings)}, usage
     )
     # with no records, the reason (no log, corrupt trajectory) leads: it is why the trial fails
     warnings = [*warnings, *log_warnings] if records else [*log_warnings, *warnings]
@@ -70,19 +94,46 @@ def read_trial(trial_dir: Path, job: str | None = None) -> Bundle:
     )
 
 
+def _not_a_trial(files: TrialFiles, trial_dir: Path, job: str | None) -> Bundle:
+    """The bundle of a trial folder with no result.json, agent/ or verifier/: the reason."""
+    entries = [p.name for p in files.list_dir(trial_dir)]
+    refused = files.take_warnings()  # e.g. agent/ linked out of the trial: that is the reason
+    if not entries:
+        reason = EMPTY_TRIAL
+    else:
+        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+        reason = f"not a usable trial folder: no result.json, agent/ or verifier/ ({shown})"
+    config = _config(files, trial_dir, {})
+    instance_id = str(config.get("trial_name") or trial_dir.name)
+    warnings = [*refused, reason, *files.take_warnings()]
+    return new_bundle(instance_id, str(trial_dir), "harbor", [], job=job, warnings=warnings)
+
+
 def trial_rewards(
-    result: Mapping[str, Any], verifier_dir: Path, warnings: list[str]
+    result: Mapping[str, Any], files: TrialFiles, warnings: list[str]
 ) -> tuple[dict[str, float] | None, str | None]:
-    """(rewards, source): result.json's verifier_result, else reward.json, else reward.txt."""
+    """(rewards, source): result.json's verifier_result, else reward.json, else reward.txt.
+
+    `files` is rooted at the trial; reward files it refuses are absent (with a warning).
+    """
+    try:
+        return _rewards(result, files.root / "verifier", files, warnings)
+    finally:
+        warnings.extend(files.take_warnings())
+
+
+def _rewards(
+    result: Mapping[str, Any], verifier_dir: Path, files: TrialFiles, warnings: list[str]
+) -> tuple[dict[str, float] | None, str | None]:
     verifier_result = result.get("verifier_result")
     if isinstance(verifier_result, Mapping) and isinstance(verifier_result.get("rewards"), Mapping):
         rewards = _numeric(verifier_result["rewards"], "result.json verifier_result", warnings)
         if rewards:
             return rewards, "result.json"
     reward_json = verifier_dir / "reward.json"
-    if reward_json.is_file():
+    if files.is_file(reward_json):
         try:
-            data = _load_object(reward_json, "verifier/reward.json")
+            data = _load_object(files, reward_json, "verifier/reward.json")
         except ReaderError as exc:
             warnings.append(str(exc))
             data = None
@@ -90,8 +141,12 @@ def trial_rewards(
         if rewards:
             return rewards, "reward.json"
     reward_txt = verifier_dir / "reward.txt"
-    if reward_txt.is_file():
-        text = reward_txt.read_text(encoding="utf-8", errors="replace").strip()
+    if files.is_file(reward_txt):
+        try:
+            text = files.read_text(reward_txt).strip()
+        except ReaderError as exc:
+            warnings.append(str(exc))
+            return None, None
         value = _float(text)
         if not text:
             warnings.append("verifier/reward.txt is empty: no reward")
@@ -121,20 +176,22 @@ def _float(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _load_object(path: Path, shown: str) -> dict[str, Any] | None:
-    """A JSON object from `path`; None when the file is absent; ReaderError when corrupt."""
-    if not path.exists():
+def _load_object(files: TrialFiles, path: Path, shown: str) -> dict[str, Any] | None:
+    """A JSON object from `path`; None when the file is absent; ReaderError when corrupt,
+    refused (outside the trial, not a regular file, over the size cap) or not an object."""
+    try:
+        return load_object(files, path, shown)
+    except FileMissing:
         return None
-    return load_object(path, shown)
 
 
-def _config(trial_dir: Path, result: Mapping[str, Any]) -> Mapping[str, Any]:
+def _config(files: TrialFiles, trial_dir: Path, result: Mapping[str, Any]) -> Mapping[str, Any]:
     """The trial config: a copy lives in result.json; config.json is the fallback."""
     config = result.get("config")
     if isinstance(config, Mapping):
         return config
     try:
-        return _load_object(trial_dir / "config.json", "config.json") or {}
+        return _load_object(files, trial_dir / "config.json", "config.json") or {}
     except ReaderError:
         return {}
 
@@ -193,6 +250,7 @@ def _usage(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _agent_records(
+    files: TrialFiles,
     trial_dir: Path,
     instance_id: str,
     agent: dict[str, Any],
@@ -202,31 +260,37 @@ def _agent_records(
     """(records, warnings, bundle format): ATIF first, then the native log readers."""
     agent_dir = trial_dir / "agent"
     warnings: list[str] = []
+    if not files.is_dir(agent_dir):
+        warnings.extend(files.take_warnings())
+        warnings.append(f"no agent trajectory found in {trial_dir}/agent")
+        return [], warnings, "harbor"
     trajectory = agent_dir / "trajectory.json"
-    if trajectory.is_file() or trajectory.is_symlink():
+    if files.is_file(trajectory):
         try:
+            started = metadata.get("started_at")
             records, atif_warnings = records_from_atif(
                 trajectory,
-                trial_dir,
+                files,
                 instance_id,
                 metadata,
                 usage,
                 agent=agent,
                 query_source=str(metadata.get("source") or "harbor"),
-                date=date_of(started) if (started := metadata.get("started_at")) else None,
+                date=date_of(started) if started else None,
             )
         except ReaderError as exc:
             warnings.append(str(exc))
         else:
             return records, atif_warnings, "harbor-atif"
-    if agent_dir.is_dir():
-        for name in NATIVE_LOG_MODULES:
-            found = _native_records(name, agent_dir, instance_id, agent, metadata, usage)
-            if isinstance(found, str):
-                warnings.append(found)
-            elif found is not None:
-                records, native_warnings = found
-                return records, [*warnings, *native_warnings], f"harbor-{name.replace('_', '-')}"
+    warnings.extend(files.take_warnings())
+    for name in NATIVE_LOG_MODULES:
+        found = _native_records(name, files, agent_dir, instance_id, agent, metadata, usage)
+        warnings.extend(files.take_warnings())
+        if isinstance(found, str):
+            warnings.append(found)
+        elif found is not None:
+            records, native_warnings = found
+            return records, [*warnings, *native_warnings], f"harbor-{name.replace('_', '-')}"
     if not warnings:
         warnings.append(f"no agent trajectory found in {trial_dir}/agent")
     return [], warnings, "harbor"
@@ -234,19 +298,18 @@ def _agent_records(
 
 def _native_records(
     module_name: str,
+    files: TrialFiles,
     agent_dir: Path,
     instance_id: str,
     agent: dict[str, Any],
     metadata: dict[str, Any],
     usage: dict[str, Any],
-) -> tuple[Records, list[str]] | str | None:
+) -> NativeRecords | str | None:
     """The module's records, None when it finds no logs of its kind, or a reason."""
     module = importlib.import_module(f"transforms.readers.{module_name}")
-    reader = module.records_from_agent_dir
+    reader: NativeLogReader = module.records_from_agent_dir
+    ctx = ReadContext(files, instance_id, dict(agent), dict(metadata), dict(usage))
     try:
-        found: tuple[Records, list[str]] | None = reader(
-            agent_dir, instance_id, agent, dict(metadata), dict(usage)
-        )
+        return reader(ctx, agent_dir)
     except ReaderError as exc:
         return f"agent logs ({module_name}) unusable: {exc}"
-    return found

@@ -4,6 +4,10 @@ Readers produce messages as `{"role", "content", "reasoning_content"?, "tool_cal
 [{"id", "name", "arguments"}], "tool_call_id"?}` and call `build_im_record`; this module
 owns the IM rules every reader shares: the leading empty system message, JSON-string tool
 arguments, filled tool-call ids, `<think>` splitting, rebuilt tool lists, language, rounds.
+
+Content is text, null, or content parts (a list of strings / part objects, or one part
+object). Anything else (`message: 42`, `[1, 2, 3]`) is not turned into text: `as_text`
+refuses it with a `ReaderError` naming where it was, and the reader refuses the trajectory.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
+
+from transforms.readers.bundle import ReaderError
+from transforms.readers.source_files import json_type
 
 IM_VERSION = "2.0.0"
 UNKNOWN_DATE = "1970-01-01"
@@ -36,9 +43,9 @@ _THINK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.DOTALL)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-def scaffold_for_agent(agent_name: str | None) -> str | None:
+def scaffold_for_agent(agent_name: Any) -> str | None:
     """The TQS V2 scaffold an agent's records follow (claude-code -> claudecode, ...)."""
-    if not agent_name:
+    if not isinstance(agent_name, str) or not agent_name:
         return None
     return AGENT_SCAFFOLDS.get(agent_name.strip().lower())
 
@@ -59,30 +66,34 @@ def date_of(timestamp: Any) -> str:
     return UNKNOWN_DATE
 
 
-def as_text(value: Any) -> str:
-    """Message content as text: strings pass, content parts are joined, images become a marker."""
+def as_text(value: Any, what: str = "content") -> str:
+    """Message content as text: strings pass, content parts are joined, images become a marker.
+
+    Any other JSON value is refused (`ReaderError`: "<what> is a JSON number, expected text or
+    content parts"); `what` says where it was, e.g. "step 3: message".
+    """
     if value is None:
         return ""
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "".join(_part_text(part) for part in value)
+        return "".join(_part_text(part, f"{what} part {n}") for n, part in enumerate(value, 1))
     if isinstance(value, Mapping):
-        return _part_text(value)
-    return str(value)
+        return _part_text(value, what)
+    raise ReaderError(f"{what} is a JSON {json_type(value)}, expected text or content parts")
 
 
-def _part_text(part: Any) -> str:
+def _part_text(part: Any, what: str) -> str:
     if isinstance(part, str):
         return part
     if not isinstance(part, Mapping):
-        return str(part)
+        raise ReaderError(f"{what} is a JSON {json_type(part)}, expected an object or text")
     kind = part.get("type")
     if kind in ("image", "image_url", "input_image"):
         return "[image]"
     for key in ("text", "content", "output"):
         if key in part:
-            return as_text(part[key])
+            return as_text(part[key], f"{what} {key}")
     return ""
 
 
@@ -107,12 +118,13 @@ def _split_think(content: str, reasoning: str) -> tuple[str, str]:
 
 def _normalise(message: Mapping[str, Any]) -> dict[str, Any]:
     role = message["role"]
-    content = as_text(message.get("content"))
+    content = as_text(message.get("content"), f"{role} message content")
     out: dict[str, Any] = {"role": role, "content": content}
     if message.get("name"):
         out["name"] = str(message["name"])
     if role == "assistant":
-        content, reasoning = _split_think(content, as_text(message.get("reasoning_content")))
+        reasoning = as_text(message.get("reasoning_content"), "assistant reasoning_content")
+        content, reasoning = _split_think(content, reasoning)
         out["content"] = content
         out["reasoning_content"] = reasoning
         calls = message.get("tool_calls") or []

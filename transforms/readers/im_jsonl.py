@@ -12,6 +12,9 @@ writes them); interleaved lines are still grouped as long as at most `max_buffer
 records are waiting. Past that bound the oldest instances are yielded early, and an
 instance seen again afterwards comes out as a second bundle warned `split instance`. For
 corpora that scatter instances, the pipeline groups by `_instance_id` instead.
+
+The file is opened confined (`confined.py`: a regular file, not a FIFO or device). It is
+streamed, so `--max-file-mb` caps each line rather than the whole file.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from scorers.im import InvalidRecord, agent_type, validate_im_record
-from transforms.jsonl import LineError, is_blank, iter_lines, parse_line
+from transforms.jsonl import LineError, is_blank, parse_line
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
-from transforms.readers.source_files import json_type, read_bytes
+from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
+from transforms.readers.source_files import json_type
 
 FORMAT = "im"
 DEFAULT_MAX_BUFFERED = 10_000
@@ -37,15 +41,18 @@ class _Group:
         self.warnings = warnings or []
 
 
-def read(path: Path, *, max_buffered: int = DEFAULT_MAX_BUFFERED) -> Iterator[Bundle]:
+def read(
+    path: Path, limits: ReadLimits = DEFAULT_LIMITS, *, max_buffered: int = DEFAULT_MAX_BUFFERED
+) -> Iterator[Bundle]:
     """Bundles of the IM records in `path`; see the module docstring for grouping and rejects."""
-    read_bytes(path)  # refuse an empty file up front
+    path = Path(path)
+    lines = TrialFiles.for_input(path, limits).iter_lines(path, per_line_cap=True)
     source = str(path)
     groups: dict[str, _Group] = {}
     flushed: set[str] = set()
     buffered = yielded = valid = 0
     first_problem = ""
-    for number, raw in iter_lines(path):
+    for number, raw in lines:
         if is_blank(raw):
             continue
         record, instance_id, problem = _parse(raw)

@@ -9,7 +9,8 @@ and the per-step cost and tokens of `step_finish` go to warnings and `_usage`.
 
 OpenCode's stream has no system prompt and no tool list: the system message is empty and
 the tools are rebuilt from the calls seen. A step cut off before its `step_finish` (a
-killed run) is kept, with a warning.
+killed run) is kept, with a warning. Text or tool output of the wrong JSON type (a number,
+a boolean) refuses the run; the file is opened confined (`confined.py`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
+from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
+from transforms.readers.context import NativeRecords, ReadContext
 from transforms.readers.conversation import Message, has_conversation, normalise_roles
 from transforms.readers.im_builder import as_text, build_im_record, date_of
-from transforms.readers.source_files import as_dict, iter_json_objects
+from transforms.readers.source_files import as_dict, iter_json_objects, json_type
 
 FORMAT = "opencode"
 AGENT_NAME = "opencode"
@@ -29,10 +32,11 @@ STDOUT_FILE = "opencode.txt"
 _EVENT_TYPES = frozenset("user step_start text reasoning tool_use step_finish error".split())
 
 
-def read(path: Path) -> Iterator[Bundle]:
+def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     """One bundle per `opencode.txt` file (one session)."""
+    path = Path(path)
     warnings: list[str] = []
-    run = _Run(_events(path, warnings))
+    run = _Run(_events(TrialFiles.for_input(path, limits), path, warnings))
     instance_id = run.session_id or path.stem
     metadata = {"source_file": str(path)}
     record = run.record(instance_id, {}, metadata, {})
@@ -47,28 +51,23 @@ def read(path: Path) -> Iterator[Bundle]:
     )
 
 
-def records_from_agent_dir(
-    agent_dir: Path,
-    instance_id: str,
-    agent: dict[str, Any],
-    metadata: dict[str, Any],
-    usage: dict[str, Any],
-) -> tuple[list[dict[str, Any]], list[str]] | None:
+def records_from_agent_dir(ctx: ReadContext, agent_dir: Path) -> NativeRecords | None:
     """The main record of a Harbor trial's `agent/opencode.txt`; None when it is absent.
 
     Older OpenCode did not echo the prompt; `metadata["instruction"]` is used then.
     """
     path = agent_dir / STDOUT_FILE
-    if not path.is_file():
+    if not ctx.files.is_file(path):
         return None
     warnings: list[str] = []
-    run = _Run(_events(path, warnings), metadata.get("instruction"))
-    return [run.record(instance_id, agent, metadata, usage)], warnings + run.warnings
+    run = _Run(_events(ctx.files, path, warnings), ctx.metadata.get("instruction"))
+    record = run.record(ctx.instance_id, ctx.agent, ctx.metadata, ctx.usage)
+    return [record], warnings + run.warnings
 
 
-def _events(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
+def _events(files: TrialFiles, path: Path, warnings: list[str]) -> list[dict[str, Any]]:
     local: list[str] = []
-    events = [e for _, e in iter_json_objects(path, local)]
+    events = [e for _, e in iter_json_objects(files, path, local)]
     warnings.extend(f"{path.name}: {w}" for w in local)
     known = [e for e in events if e.get("type") in _EVENT_TYPES]
     if not known:
@@ -154,8 +153,10 @@ class _Run:
             return
         if not finished:
             self.warnings.append("a model step has no step_finish (the stream was cut off)")
-        texts = [_str(p.get("text")) for p in parts if p["kind"] == "text"]
-        reasoning = [_str(p.get("text")) for p in parts if p["kind"] == "reasoning"]
+        texts = [_text(p.get("text"), "a text part") for p in parts if p["kind"] == "text"]
+        reasoning = [
+            _text(p.get("text"), "a reasoning part") for p in parts if p["kind"] == "reasoning"
+        ]
         calls, results = [], []
         for part in (p for p in parts if p["kind"] == "tool_use"):
             state = as_dict(part.get("state"))
@@ -170,7 +171,7 @@ class _Run:
                 results.append(
                     {
                         "role": "tool",
-                        "content": as_text(output),
+                        "content": as_text(output, f"tool_use {call_id or name}: output"),
                         "tool_call_id": call_id,
                         "name": name,
                     }
@@ -202,7 +203,11 @@ def _user_text(event: dict[str, Any]) -> str:
     if not isinstance(parts, list):
         part = event.get("part")
         parts = [part] if isinstance(part, dict) else []
-    texts = [_str(p.get("text")) for p in parts if isinstance(p, dict) and p.get("type") == "text"]
+    texts = [
+        _text(p.get("text"), "a user text part")
+        for p in parts
+        if isinstance(p, dict) and p.get("type") == "text"
+    ]
     return "\n".join(t for t in texts if t)
 
 
@@ -223,5 +228,10 @@ def _number(value: Any) -> int | float:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+def _text(value: Any, what: str) -> str:
+    """A part's text: a string, or "" for null; another JSON type is refused."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ReaderError(f"{what} has a text that is a JSON {json_type(value)}, expected text")
+    return value

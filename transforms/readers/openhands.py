@@ -17,6 +17,9 @@ content, extras}` (formats.md §3).
   "[The command completed with exit code N.]"; for editor edits `formatted_output_and_error`).
   An `error` observation answering no call is a user message.
 - Bookkeeping (recall, agent state changes, null observations) is skipped.
+
+Text of the wrong JSON type (a message or content that is a number, a boolean, ...) refuses
+the log, naming the event. Files are opened confined (`confined.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
+from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
+from transforms.readers.context import NativeRecords, ReadContext
 from transforms.readers.conversation import Message, has_conversation, normalise_roles
 from transforms.readers.im_builder import as_text, build_im_record, date_of
 from transforms.readers.source_files import as_dict, json_type, load_json
@@ -39,9 +44,10 @@ _BOOKKEEPING_ARGS = frozenset(
 )
 
 
-def read(path: Path) -> Iterator[Bundle]:
+def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     """One bundle per native trajectory file (a JSON array of events)."""
-    data = load_json(path)
+    path = Path(path)
+    data = load_json(TrialFiles.for_input(path, limits), path)
     if not isinstance(data, list):
         raise ReaderError(
             f"expected a JSON array of OpenHands events, got a JSON {json_type(data)}"
@@ -61,26 +67,28 @@ def read(path: Path) -> Iterator[Bundle]:
     )
 
 
-def records_from_agent_dir(
-    agent_dir: Path,
-    instance_id: str,
-    agent: dict[str, Any],
-    metadata: dict[str, Any],
-    usage: dict[str, Any],
-) -> tuple[list[dict[str, Any]], list[str]] | None:
+def records_from_agent_dir(ctx: ReadContext, agent_dir: Path) -> NativeRecords | None:
     """The main record of a Harbor trial's `sessions/*/events/*.json`; None when absent."""
-    files = sorted(agent_dir.glob("sessions/*/events/*.json"), key=_event_order)
-    if not files:
+    files = ctx.files
+    found = sorted(
+        (
+            event
+            for session in files.glob(agent_dir / "sessions", "*", dirs=True)
+            for event in files.glob(session / "events", "*.json")
+        ),
+        key=_event_order,
+    )
+    if not found:
         return None
     warnings: list[str] = []
     events = []
-    for file in files:
+    for file in found:
         try:
-            events.append(load_json(file))
+            events.append(load_json(files, file))
         except ReaderError as exc:
             warnings.append(f"{file.parent.parent.name}/events/{file.name}: {exc}; skipped")
     events = _objects(events, warnings)
-    record = _Conversation(events).record(instance_id, agent, metadata, usage)
+    record = _Conversation(events).record(ctx.instance_id, ctx.agent, ctx.metadata, ctx.usage)
     return [record], warnings
 
 
@@ -192,8 +200,9 @@ class _Conversation:
         args = as_dict(event.get("args"))
         source = event.get("source")
         metadata = event.get("tool_call_metadata")
+        where = _where(event)
         if action == "system":
-            self.system = as_text(args.get("content") or event.get("message"))
+            self.system = as_text(args.get("content") or event.get("message"), f"{where}: content")
             if isinstance(args.get("tools"), list):
                 self.tools = [t for t in args["tools"] if _is_dict(t)]
             if isinstance(args.get("openhands_version"), str):
@@ -202,7 +211,7 @@ class _Conversation:
             self._call(event, action, args, as_dict(metadata))
         elif action == "message" and source in ("user", "agent"):
             role = "user" if source == "user" else "assistant"
-            content = as_text(args.get("content") or event.get("message"))
+            content = as_text(args.get("content") or event.get("message"), f"{where}: content")
             self.items.append({"role": role, "content": content, "reasoning_content": ""})
 
     def _call(
@@ -213,7 +222,7 @@ class _Conversation:
         key = response.get("id") if isinstance(response.get("id"), str) else None
         turn = self.turns.get(key) if key else None
         if turn is None:
-            turn = self._new_turn(response, args)
+            turn = self._new_turn(response, args, _where(event))
             self.items.append(turn)
             if key:
                 self.turns[key] = turn
@@ -228,7 +237,7 @@ class _Conversation:
             self.by_call[call_id] = turn
         self.by_action[event.get("id")] = (turn, call_id)
 
-    def _new_turn(self, response: dict[str, Any], args: dict[str, Any]) -> _Turn:
+    def _new_turn(self, response: dict[str, Any], args: dict[str, Any], where: str) -> _Turn:
         if isinstance(response.get("model"), str) and self.model is None:
             self.model = response["model"]
         choices = response.get("choices")
@@ -238,18 +247,20 @@ class _Conversation:
             else None
         )
         if not _is_dict(message):
-            return _Turn(as_text(args.get("thought")), "", [])
+            return _Turn(as_text(args.get("thought"), f"{where}: thought"), "", [])
         calls = [
             {
                 "id": str(c.get("id") or ""),
                 "name": str(f.get("name") or ""),
                 "arguments": f.get("arguments"),
             }
-            for c in message.get("tool_calls") or []
+            for c in _list(message.get("tool_calls"))
             if _is_dict(c) and _is_dict(f := c.get("function"))
         ]
         return _Turn(
-            as_text(message.get("content")), as_text(message.get("reasoning_content")), calls
+            as_text(message.get("content"), f"{where}: model response content"),
+            as_text(message.get("reasoning_content"), f"{where}: model response reasoning"),
+            calls,
         )
 
     def _observation(self, event: dict[str, Any]) -> None:
@@ -262,17 +273,19 @@ class _Conversation:
             turn, linked_id = link
             turn.results.setdefault(linked_id, _observation_text(event))
         elif event.get("observation") == "error":
-            self.items.append({"role": "user", "content": as_text(event.get("content"))})
+            content = as_text(event.get("content"), f"{_where(event)}: content")
+            self.items.append({"role": "user", "content": content})
 
 
 def _arguments(event: dict[str, Any], action: str, args: dict[str, Any]) -> dict[str, Any]:
     if action == "finish":
-        return {"message": as_text(args.get("final_thought") or event.get("message"))}
+        message = args.get("final_thought") or event.get("message")
+        return {"message": as_text(message, f"{_where(event)}: final_thought")}
     return {k: v for k, v in args.items() if k not in _BOOKKEEPING_ARGS}
 
 
 def _observation_text(event: dict[str, Any]) -> str:
-    content = as_text(event.get("content"))
+    content = as_text(event.get("content"), f"{_where(event)}: content")
     extras = as_dict(event.get("extras"))
     formatted = extras.get("formatted_output_and_error")
     if isinstance(formatted, str) and formatted:
@@ -281,6 +294,14 @@ def _observation_text(event: dict[str, Any]) -> str:
     if event.get("observation") == "run" and _is_dict(metadata):
         return _str(metadata.get("prefix")) + content + _str(metadata.get("suffix"))
     return content
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _where(event: dict[str, Any]) -> str:
+    return f"event {event.get('id')}"
 
 
 def _is_dict(value: Any) -> TypeGuard[dict[str, Any]]:

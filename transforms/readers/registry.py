@@ -1,19 +1,28 @@
 """Reader registry: format name -> reader, imported only when used.
 
-Every reader is `read(path: Path) -> Iterator[Bundle]` and raises `ReaderError` (from
-`bundle.py`) with a one-line reason for an input it refuses. Harbor's trial reader also
-uses the per-format `records_from_agent_dir` functions (see each module's docstring).
+Every reader is `read(path: Path, limits: ReadLimits = ReadLimits()) -> Iterator[Bundle]`
+and raises `ReaderError` (from `bundle.py`) with a one-line reason for an input it refuses.
+`path` is the input as given (trusted, it may be a symlink); every other file a reader opens
+goes through `confined.TrialFiles` under `limits`. Harbor's trial reader also uses the
+native modules' `records_from_agent_dir` (`context.NativeLogReader`).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 from transforms.readers.bundle import Bundle
+from transforms.readers.confined import ReadLimits
 
-Reader = Callable[[Path], Iterator[Bundle]]
+
+class Reader(Protocol):
+    """`read(path, limits=ReadLimits())` of a reader module."""
+
+    def __call__(self, path: Path, limits: ReadLimits = ..., /) -> Iterator[Bundle]: ...
+
 
 # name -> "module:function"; names are what `--format` accepts.
 READERS: dict[str, str] = {

@@ -1,7 +1,8 @@
 """Loading native agent logs with one-line reasons for what a reader refuses.
 
 Every native reader needs the same few refusals (empty file, not JSON, a JSON value of the
-wrong shape); phrasing them once keeps the messages users see short and alike.
+wrong shape); phrasing them once keeps the messages users see short and alike. Files are
+opened through a `TrialFiles` (confined, regular files only, size-capped; see `confined.py`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Any
 
 import orjson
 
-from transforms.jsonl import LineError, is_blank, iter_lines, parse_line
+from transforms.jsonl import LineError, is_blank, parse_line
 from transforms.readers.bundle import ReaderError
+from transforms.readers.confined import TrialFiles, utf8_json
 
 
 def json_type(value: object) -> str:
@@ -33,20 +35,19 @@ def json_type(value: object) -> str:
     return type(value).__name__
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's bytes; an unreadable or empty (whitespace-only) file is refused."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ReaderError(f"cannot read file: {exc.strerror or exc}") from None
+def read_bytes(files: TrialFiles, path: Path) -> bytes:
+    """The file's bytes; an unreadable, refused or empty (whitespace-only) file is refused."""
+    data = files.read_bytes(path)
     if not data.strip():
         raise ReaderError("empty file")
     return data
 
 
-def load_json(path: Path) -> Any:
+def load_json(files: TrialFiles, path: Path) -> Any:
     """One JSON document; truncated or invalid JSON is refused with where it broke."""
-    data = read_bytes(path)
+    data = utf8_json(read_bytes(files, path), files.shown(path))
+    if not data.strip():
+        raise ReaderError("empty file")
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -56,18 +57,20 @@ def load_json(path: Path) -> Any:
         ) from None
 
 
-def iter_json_objects(path: Path, warnings: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_json_objects(
+    files: TrialFiles, path: Path, warnings: list[str]
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """`(line number, object)` of a JSON Lines log; bad lines become warnings, not errors.
 
     A log cut off mid-line (an agent killed while writing) is common, so one bad line must
     not lose the rest. Raises `ReaderError` when the file is empty or no line is an object.
     """
-    read_bytes(path)  # refuse an empty file up front
     first_problem = ""
-    found = False
-    for number, raw in iter_lines(path):
+    found = seen = False
+    for number, raw in files.iter_lines(path):
         if is_blank(raw):
             continue
+        seen = True
         try:
             value = parse_line(raw)
         except LineError as exc:
@@ -80,6 +83,8 @@ def iter_json_objects(path: Path, warnings: list[str]) -> Iterator[tuple[int, di
             problem = f"line {number}: a JSON {json_type(value)}, expected an object"
         first_problem = first_problem or problem
         warnings.append(f"{problem}; skipped")
+    if not seen:
+        raise ReaderError("empty file")
     if not found:
         raise ReaderError(f"no JSON object in the file ({first_problem})")
 

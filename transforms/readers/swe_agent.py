@@ -19,6 +19,9 @@ Scaffold: both agents drive a shell (SWE-agent also its file viewer/editor comma
 stop by submitting; of TQS V2's scaffolds, "openhands" fits: its end rule accepts a final
 text summary, and its tool rules cover bash plus a file editor. The hint is set in
 `_instance_metadata.scaffold` because `build_im_record` maps no SWE-agent name.
+
+Files (the trajectory and its `report.json`) are opened confined to the trajectory's folder
+(`confined.py`); content of the wrong JSON type refuses the file, naming the message.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 import orjson
 
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
+from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles, utf8_json
 from transforms.readers.conversation import Message, has_conversation, normalise_roles
 from transforms.readers.im_builder import as_text, build_im_record
 from transforms.readers.source_files import as_dict, json_type, load_json, require
@@ -41,9 +45,11 @@ REPORT_FILE = "report.json"
 _ROLES = frozenset({"system", "user", "assistant", "tool"})
 
 
-def read(path: Path) -> Iterator[Bundle]:
+def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     """One bundle per SWE-agent `.traj` file."""
-    data = require(load_json(path), dict, "the .traj file")
+    path = Path(path)
+    files = TrialFiles.for_input(path, limits)
+    data = require(load_json(files, path), dict, "the .traj file")
     info = as_dict(data.get("info"))
     history = data.get("history")
     if isinstance(history, list) and any(_is_message(m) for m in history):
@@ -56,6 +62,7 @@ def read(path: Path) -> Iterator[Bundle]:
     gen_params: dict[str, Any] = {k: model[k] for k in ("temperature", "top_p") if k in model}
     instance_id = path.name.removesuffix(".traj")
     yield _bundle(
+        files,
         path,
         instance_id,
         FORMAT,
@@ -66,9 +73,11 @@ def read(path: Path) -> Iterator[Bundle]:
     )
 
 
-def read_mini(path: Path) -> Iterator[Bundle]:
+def read_mini(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     """One bundle per mini-swe-agent trajectory (`{messages, info}` or a bare message list)."""
-    data = load_json(path)
+    path = Path(path)
+    files = TrialFiles.for_input(path, limits)
+    data = load_json(files, path)
     if isinstance(data, list):
         raw, info = data, {}
     elif isinstance(data, dict):
@@ -78,12 +87,13 @@ def read_mini(path: Path) -> Iterator[Bundle]:
         raise ReaderError(f"expected a JSON object or array, got a JSON {json_type(data)}")
     if not any(_is_message(m) for m in raw):
         raise ReaderError("no messages with a `role`")
-    messages = [_message(m) for m in raw if _is_message(m)]
+    messages = [_message(m, f"message {n}") for n, m in enumerate(raw, 1) if _is_message(m)]
     config = as_dict(info.get("config"))
     model = as_dict(config.get("model"))
     kwargs = as_dict(model.get("model_kwargs"))
     instance_id = path.name.removesuffix(".json").removesuffix(".traj")
     yield _bundle(
+        files,
         path,
         instance_id,
         MINI_FORMAT,
@@ -99,6 +109,7 @@ def read_mini(path: Path) -> Iterator[Bundle]:
 
 
 def _bundle(
+    files: TrialFiles,
     path: Path,
     instance_id: str,
     format: str,
@@ -127,7 +138,7 @@ def _bundle(
         gen_params=gen_params,
         query_source=format,
     )
-    reward = swe_bench_reward(path.parent / REPORT_FILE, instance_id)
+    reward = swe_bench_reward(files, path.parent / REPORT_FILE, instance_id)
     return new_bundle(
         instance_id,
         str(path),
@@ -137,14 +148,20 @@ def _bundle(
         reward_source=None if reward is None else REPORT_FILE,
         metadata=metadata,
         usage=usage,
+        warnings=files.take_warnings(),
     )
 
 
-def swe_bench_reward(report: Path, instance_id: str) -> float | None:
-    """1.0 / 0.0 from a SWE-bench report (per-instance `resolved`, or the run's id lists)."""
+def swe_bench_reward(files: TrialFiles, report: Path, instance_id: str) -> float | None:
+    """1.0 / 0.0 from a SWE-bench report (per-instance `resolved`, or the run's id lists).
+
+    An absent, refused (a warning in `files`) or unreadable report gives None."""
+    raw = files.optional_bytes(report)
+    if raw is None:
+        return None
     try:
-        data = orjson.loads(report.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(utf8_json(raw, REPORT_FILE))
+    except (orjson.JSONDecodeError, ReaderError):
         return None
     if not isinstance(data, dict):
         return None
@@ -162,11 +179,13 @@ def _is_message(value: Any) -> bool:
     return isinstance(value, dict) and value.get("role") in _ROLES
 
 
-def _message(raw: dict[str, Any]) -> Message:
-    message: Message = {"role": raw["role"], "content": as_text(raw.get("content"))}
+def _message(raw: dict[str, Any], where: str) -> Message:
+    content = as_text(raw.get("content"), f"{where}: content")
+    message: Message = {"role": raw["role"], "content": content}
     if raw["role"] == "assistant":
         message["reasoning_content"] = ""
-        calls = [c for c in raw.get("tool_calls") or [] if isinstance(c, dict)]
+        raw_calls = raw.get("tool_calls")
+        calls = [c for c in raw_calls if isinstance(c, dict)] if isinstance(raw_calls, list) else []
         if calls:
             message["tool_calls"] = [_call(c) for c in calls]
     elif raw["role"] == "tool":
@@ -187,9 +206,9 @@ def _call(raw: dict[str, Any]) -> dict[str, Any]:
 
 def _history_messages(history: list[Any]) -> list[Message]:
     """The first agent's chat (a SWE-agent history can interleave helper agents)."""
-    entries = [m for m in history if _is_message(m)]
-    first_agent = entries[0].get("agent")
-    return [_message(m) for m in entries if m.get("agent") == first_agent]
+    entries = [(n, m) for n, m in enumerate(history, 1) if _is_message(m)]
+    first_agent = entries[0][1].get("agent")
+    return [_message(m, f"history {n}") for n, m in entries if m.get("agent") == first_agent]
 
 
 def _trajectory_messages(steps: list[Any]) -> list[Message]:
@@ -197,9 +216,14 @@ def _trajectory_messages(steps: list[Any]) -> list[Message]:
     query = last.get("query")
     if not isinstance(query, list) or not any(_is_message(m) for m in query):
         raise ReaderError("no `history`, and the trajectory steps carry no `query` chat")
-    response = as_text(last.get("response"))
+    response = as_text(last.get("response"), "last trajectory step: response")
     answer: Message = {"role": "assistant", "content": response, "reasoning_content": ""}
-    return [*(_message(m) for m in query if _is_message(m)), answer]
+    asked = [
+        _message(m, f"last trajectory step: query {n}")
+        for n, m in enumerate(query, 1)
+        if _is_message(m)
+    ]
+    return [*asked, answer]
 
 
 def _replay_model(replay_config: Any) -> dict[str, Any]:

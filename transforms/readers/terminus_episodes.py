@@ -7,16 +7,18 @@ terminal observation afterwards) and `response.txt` the model's answer, the JSON
 Terminus-2 has no tools: the actions are in that JSON and the observations come back as
 user messages (formats.md §4). `debug.json` (LiteLLM's call log) is read for the model
 name only. Only Harbor trials hold these folders, so there is no standalone `read`.
+Files are opened through the trial's `TrialFiles` (`confined.py`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from transforms.readers.bundle import ReaderError
+from transforms.readers.confined import FileMissing, TrialFiles, utf8_json
+from transforms.readers.context import NativeRecords, ReadContext
 from transforms.readers.conversation import Message, has_conversation, normalise_roles
 from transforms.readers.im_builder import build_im_record, date_of
 
@@ -25,18 +27,13 @@ AGENT_NAME = "terminus-2"
 EPISODE_PREFIX = "episode-"
 
 
-def records_from_agent_dir(
-    agent_dir: Path,
-    instance_id: str,
-    agent: dict[str, Any],
-    metadata: dict[str, Any],
-    usage: dict[str, Any],
-) -> tuple[list[dict[str, Any]], list[str]] | None:
+def records_from_agent_dir(ctx: ReadContext, agent_dir: Path) -> NativeRecords | None:
     """The main record of a trial's episode folders; None when there are none."""
+    files, agent, metadata = ctx.files, ctx.agent, ctx.metadata
     episodes = sorted(
         (int(p.name[len(EPISODE_PREFIX) :]), p)
-        for p in agent_dir.glob(f"{EPISODE_PREFIX}*")
-        if p.is_dir() and p.name[len(EPISODE_PREFIX) :].isdigit()
+        for p in files.glob(agent_dir, f"{EPISODE_PREFIX}*", dirs=True)
+        if p.name[len(EPISODE_PREFIX) :].isdigit()
     )
     if not episodes:
         return None
@@ -48,19 +45,19 @@ def records_from_agent_dir(
         if number != expected:
             warnings.append(f"episode-{expected} to episode-{number - 1} missing")
         expected = number + 1
-        prompt = _text(folder / "prompt.txt", warnings)
-        response = _text(folder / "response.txt", warnings)
+        prompt = _text(files, folder / "prompt.txt", warnings)
+        response = _text(files, folder / "response.txt", warnings)
         if prompt is not None:
             messages.append({"role": "user", "content": prompt})
         if response is not None:
             messages.append({"role": "assistant", "content": response, "reasoning_content": ""})
-        model = model or _model(folder / "debug.json")
+        model = model or _model(files, folder / "debug.json")
     messages = normalise_roles(messages)
     if not has_conversation(messages):
         raise ReaderError("no messages: the episode folders hold no prompt and response")
     record = build_im_record(
         messages,
-        instance_id=instance_id,
+        instance_id=ctx.instance_id,
         tools=[],
         agent={
             "name": agent.get("name") or AGENT_NAME,
@@ -68,29 +65,36 @@ def records_from_agent_dir(
             "model": agent.get("model") or model,
         },
         metadata=metadata,
-        usage=usage,
+        usage=ctx.usage,
         query_source=FORMAT,
         date=date_of(metadata.get("started_at") or metadata.get("date")),
     )
     return [record], warnings
 
 
-def _text(path: Path, warnings: list[str]) -> str | None:
-    if not path.is_file():
+def _text(files: TrialFiles, path: Path, warnings: list[str]) -> str | None:
+    try:
+        text = files.read_text(path)
+    except FileMissing:
         warnings.append(f"{path.parent.name}/{path.name} missing")
         return None
-    text = path.read_text(encoding="utf-8", errors="replace")
+    except ReaderError as exc:
+        warnings.append(str(exc))
+        return None
     if not text.strip():
         warnings.append(f"{path.parent.name}/{path.name} empty")
         return None
     return text
 
 
-def _model(path: Path) -> str | None:
+def _model(files: TrialFiles, path: Path) -> str | None:
     """The model name LiteLLM logged, if `debug.json` is readable and has one."""
+    raw = files.optional_bytes(path)
+    if raw is None:
+        return None
     try:
-        debug = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        debug = orjson.loads(utf8_json(raw, path.name))
+    except (orjson.JSONDecodeError, ReaderError):
         return None
     if not isinstance(debug, dict):
         return None

@@ -1,0 +1,425 @@
+"""The one way readers open files: confined to the trial, regular files only, size-capped.
+
+Trial folders are untrusted: the agent that wrote them ran arbitrary code there. So every
+file a reader touches goes through a `TrialFiles` opened on the trial folder (for a
+standalone file: the file's own folder), and:
+
+- a path is used only if its real path (symlinks resolved) is inside the real path of the
+  root: a symlink whose target stays inside is fine, one that leaves is refused;
+- only regular files are read: the path is `stat`ed before it is opened, so a FIFO, a
+  device, a socket is never opened; the open itself is `O_RDONLY | O_NONBLOCK |
+  O_NOFOLLOW` on the resolved path and is `fstat`ed again (`S_ISREG`), so nothing blocks;
+- a file over `ReadLimits.max_file_bytes` is refused, and at most that many bytes + 1 are
+  ever read (a file growing while it is read is refused too). JSON Lines read with
+  `iter_lines(..., per_line_cap=True)` (IM corpora, which are streamed) cap each line
+  instead of the file.
+
+Refusals raise `ReaderError` with a one-line reason naming the file relative to the root
+(`refused verifier/reward.txt: a FIFO, not a regular file`); a missing file raises its
+subclass `FileMissing`. Where a reader only *looks* for optional files (`is_file`, `is_dir`,
+`list_dir`, `glob`, `rglob`, `optional_bytes`), a refused entry is treated as absent and the
+reason is kept in `warnings`, which the reader puts on its bundle.
+
+The path a user gives on the command line is trusted as given (it may itself be a symlink):
+`TrialFiles.for_input` roots a standalone file at its own folder and trusts the file itself.
+
+Encodings: a leading UTF-8 byte order mark is dropped from JSON and JSON Lines. UTF-16 and
+UTF-32 text with a byte order mark (`FF FE`, `FE FF`, ...) is **decoded** and re-encoded as
+UTF-8 (not refused); invalid UTF-16 is refused with the byte offset.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import fnmatch
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from transforms.jsonl import LineTooLong, iter_handle_lines
+from transforms.readers.bundle import ReaderError
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MIB",
+    "FileMissing",
+    "ReadLimits",
+    "TrialFiles",
+    "decode_text",
+    "utf8_head",
+    "utf8_json",
+]
+
+MIB = 2**20
+_CHUNK = MIB
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_MISSING = (errno.ENOENT, errno.ENOTDIR)
+# (BOM, codec) — UTF-32 first: its little-endian BOM starts with UTF-16's.
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """What a reader may read: `max_file_bytes` caps any one file (`--max-file-mb`)."""
+
+    max_file_bytes: int = 512 * MIB
+
+
+DEFAULT_LIMITS = ReadLimits()
+
+
+class FileMissing(ReaderError):
+    """The file does not exist (for an optional file: simply absent)."""
+
+
+def _size_text(size: int) -> str:
+    return f"{size / MIB:.1f} MiB" if size >= MIB // 10 else f"{size} bytes"
+
+
+def _cap_text(cap: int) -> str:
+    return f"{cap // MIB} MiB" if cap % MIB == 0 else _size_text(cap)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def _inside(real: str, real_root: str) -> bool:
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _wide_codec(data: bytes) -> str | None:
+    for bom, codec in _WIDE_BOMS:
+        if data.startswith(bom):
+            return codec
+    return None
+
+
+def utf8_json(data: bytes, shown: str) -> bytes:
+    """JSON bytes as UTF-8: a UTF-8 BOM dropped, UTF-16/32 (with a BOM) decoded."""
+    if data.startswith(codecs.BOM_UTF8):
+        return data[len(codecs.BOM_UTF8) :]
+    codec = _wide_codec(data)
+    if codec is None:
+        return data
+    try:
+        return data.decode(codec).encode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as exc:
+        raise ReaderError(
+            f"{shown}: invalid {codec.upper()} text ({exc.reason} at byte {exc.start})"
+        ) from None
+
+
+def utf8_head(head: bytes) -> bytes:
+    """The first bytes of a file as UTF-8 for sniffing (a cut-off last character is dropped)."""
+    if head.startswith(codecs.BOM_UTF8):
+        return head[len(codecs.BOM_UTF8) :]
+    codec = _wide_codec(head)
+    if codec is None:
+        return head
+    unit = 4 if codec == "utf-32" else 2
+    text = head[: len(head) - len(head) % unit].decode(codec, errors="ignore")
+    return text.encode("utf-8", "surrogatepass")
+
+
+def decode_text(data: bytes) -> str:
+    """A text file's content: a BOM picks UTF-16/32, else UTF-8; bad bytes become U+FFFD."""
+    if data.startswith(codecs.BOM_UTF8):
+        return data[len(codecs.BOM_UTF8) :].decode("utf-8", errors="replace")
+    codec = _wide_codec(data)
+    return data.decode(codec or "utf-8", errors="replace")
+
+
+class TrialFiles:
+    """Confined access to the files under `root` (see the module docstring).
+
+    Paths are ordinary paths (absolute, or relative to the working directory, as the reader
+    built them from the root); `shown(path)` names them relative to the root in messages.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        limits: ReadLimits = DEFAULT_LIMITS,
+        *,
+        scope: str = "the trial",
+        trusted: Iterable[str | os.PathLike[str]] = (),
+    ) -> None:
+        self.root = Path(root)
+        self.real_root = os.path.realpath(self.root)
+        self.limits = limits
+        self.scope = scope
+        self._abs_root = os.path.abspath(self.root)
+        self._trusted = frozenset(os.path.abspath(p) for p in trusted)
+        self._real_dirs: dict[str, str] = {}
+        self.warnings: list[str] = []
+
+    @classmethod
+    def for_input(
+        cls, path: str | os.PathLike[str], limits: ReadLimits = DEFAULT_LIMITS
+    ) -> TrialFiles:
+        """A standalone input file: rooted at its own folder, the file itself trusted."""
+        return cls(Path(path).parent, limits, scope="the input's folder", trusted=(path,))
+
+    # --- names and warnings -------------------------------------------------------------
+
+    def shown(self, path: str | os.PathLike[str]) -> str:
+        """`path` relative to the root (as the reader built it, else by its real path)."""
+        absolute = os.path.abspath(path)
+        if _inside(absolute, self._abs_root):
+            return Path(os.path.relpath(absolute, self._abs_root)).as_posix()
+        real = self._real(absolute)
+        if _inside(real, self.real_root):
+            return Path(os.path.relpath(real, self.real_root)).as_posix()
+        return os.fspath(path)
+
+    def take_warnings(self) -> list[str]:
+        """The warnings gathered so far (each once), and forget them."""
+        taken = list(dict.fromkeys(self.warnings))
+        self.warnings.clear()
+        return taken
+
+    def _warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    # --- resolution -----------------------------------------------------------------------
+
+    def _real(self, absolute: str) -> str:
+        """`os.path.realpath(absolute)`, resolving only below the (already resolved) root: a
+        folder's real path is kept, so each entry costs one `lstat` unless it is a symlink."""
+        if absolute == self._abs_root:
+            return self.real_root
+        parent, name = os.path.split(absolute)
+        if name in ("", ".", "..") or not _inside(parent, self._abs_root):
+            return os.path.realpath(absolute)
+        real_parent = self._real_dirs.get(parent)
+        if real_parent is None:
+            real_parent = self._real_dirs[parent] = self._real(parent)
+        candidate = os.path.join(real_parent, name)
+        try:
+            linked = stat.S_ISLNK(os.lstat(candidate).st_mode)
+        except OSError as exc:
+            linked = exc.errno not in _MISSING  # a missing entry is where it would be
+        return os.path.realpath(candidate) if linked else candidate
+
+    def resolve(self, path: str | os.PathLike[str]) -> str:
+        """The real path of `path`; `ReaderError` when it leaves the root."""
+        absolute = os.path.abspath(path)
+        real = self._real(absolute)
+        if absolute in self._trusted or _inside(real, self.real_root):
+            return real
+        shown = self.shown(path)
+        if _inside(absolute, self._abs_root):
+            raise ReaderError(f"refused {shown}: a symlink to a target outside {self.scope}")
+        raise ReaderError(f"refused {shown}: outside {self.scope}")
+
+    def _refused(self, path: str | os.PathLike[str], mode: int) -> ReaderError:
+        return ReaderError(f"refused {self.shown(path)}: {_kind(mode)}, not a regular file")
+
+    def _over_cap(self, path: str | os.PathLike[str], size: int, grew: bool = False) -> ReaderError:
+        cap = self.limits.max_file_bytes
+        what = "it grew while being read and is" if grew else f"{_size_text(size)} is"
+        return ReaderError(
+            f"refused {self.shown(path)}: {what} over the --max-file-mb cap of {_cap_text(cap)}"
+        )
+
+    def _open(self, path: str | os.PathLike[str], *, capped: bool) -> tuple[IO[bytes], int]:
+        """(binary file, size) of a confined regular file, opened without blocking."""
+        real = self.resolve(path)
+        try:
+            st = os.stat(real)
+        except OSError as exc:
+            raise _os_error(exc, self.shown(path)) from None
+        if not stat.S_ISREG(st.st_mode):
+            raise self._refused(path, st.st_mode)
+        if capped and st.st_size > self.limits.max_file_bytes:
+            raise self._over_cap(path, st.st_size)
+        try:
+            fd = os.open(real, _OPEN_FLAGS)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ReaderError(f"refused {self.shown(path)}: it became a symlink") from None
+            raise _os_error(exc, self.shown(path)) from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise self._refused(path, st.st_mode)
+            if capped and st.st_size > self.limits.max_file_bytes:
+                raise self._over_cap(path, st.st_size)
+            handle = os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+        return handle, st.st_size
+
+    # --- reading --------------------------------------------------------------------------
+
+    def read_bytes(self, path: str | os.PathLike[str]) -> bytes:
+        """The whole file (at most the cap); `FileMissing` / `ReaderError` otherwise."""
+        handle, size = self._open(path, capped=True)
+        limit = self.limits.max_file_bytes + 1
+        with handle:
+            chunks = [handle.read(min(size + 1, limit))]
+            total = len(chunks[0])
+            while total < limit and (chunk := handle.read(min(_CHUNK, limit - total))):
+                chunks.append(chunk)
+                total += len(chunk)
+        if total >= limit:
+            raise self._over_cap(path, total, grew=True)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def read_text(self, path: str | os.PathLike[str]) -> str:
+        """The file as text (see `decode_text`)."""
+        return decode_text(self.read_bytes(path))
+
+    def optional_bytes(self, path: str | os.PathLike[str]) -> bytes | None:
+        """The file's bytes; None when it is absent or refused (the reason becomes a warning)."""
+        try:
+            return self.read_bytes(path)
+        except FileMissing:
+            return None
+        except ReaderError as exc:
+            self._warn(str(exc))
+            return None
+
+    def head(self, path: str | os.PathLike[str], size: int) -> bytes:
+        """At most the first `size` bytes (no file-size cap: only `size` bytes are read)."""
+        handle, _ = self._open(path, capped=False)
+        with handle:
+            return handle.read(size)
+
+    def iter_lines(
+        self, path: str | os.PathLike[str], *, per_line_cap: bool = False
+    ) -> Iterator[tuple[int, bytes]]:
+        """`(line number, raw line)` like `transforms.jsonl.iter_lines`, confined and capped.
+
+        The file is capped as a whole, or with `per_line_cap` each line is (for streamed
+        corpora). UTF-16/32 files (with a BOM) are decoded whole (then the file cap applies).
+        """
+        handle, _ = self._open(path, capped=not per_line_cap)
+        cap = self.limits.max_file_bytes
+        with handle:
+            head = handle.read(4)
+            if _wide_codec(head) is not None:
+                handle.close()
+                data = utf8_json(self.read_bytes(path), self.shown(path))
+                yield from _split_lines(data)
+                return
+            handle.seek(0)
+            total = 0
+            try:
+                for number, line in iter_handle_lines(handle, max_line_bytes=cap):
+                    if not per_line_cap:
+                        total += len(line) + 1
+                        if total > cap + 1:
+                            raise self._over_cap(path, total, grew=True)
+                    yield number, line
+            except LineTooLong as exc:
+                shown = self.shown(path)
+                raise ReaderError(
+                    f"refused {shown}: line {exc.number} is over the --max-file-mb cap of "
+                    f"{_cap_text(cap)}"
+                ) from None
+
+    # --- looking for optional files ---------------------------------------------------------
+
+    def _mode(self, path: str | os.PathLike[str]) -> int | None:
+        """The mode of a confined file or folder; None when absent or refused (warned)."""
+        try:
+            real = self.resolve(path)
+        except ReaderError as exc:
+            self._warn(str(exc))
+            return None
+        try:
+            mode = os.stat(real).st_mode
+        except OSError as exc:
+            if exc.errno not in _MISSING:
+                self._warn(str(_os_error(exc, self.shown(path))))
+            return None
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            self._warn(str(self._refused(path, mode)))
+            return None
+        return mode
+
+    def is_file(self, path: str | os.PathLike[str]) -> bool:
+        mode = self._mode(path)
+        return mode is not None and stat.S_ISREG(mode)
+
+    def is_dir(self, path: str | os.PathLike[str]) -> bool:
+        mode = self._mode(path)
+        return mode is not None and stat.S_ISDIR(mode)
+
+    def list_dir(self, path: str | os.PathLike[str]) -> list[Path]:
+        """The entries of a confined folder, sorted by name (unclassified: probe them)."""
+        if not self.is_dir(path):
+            return []
+        try:
+            names = os.listdir(self._real(os.path.abspath(path)))
+        except OSError as exc:
+            self._warn(str(_os_error(exc, self.shown(path))))
+            return []
+        return [Path(path) / name for name in sorted(names)]
+
+    def glob(self, path: str | os.PathLike[str], pattern: str, *, dirs: bool = False) -> list[Path]:
+        """Confined regular files (or folders, with `dirs`) in `path` whose name matches."""
+        probe = self.is_dir if dirs else self.is_file
+        return [
+            child
+            for child in self.list_dir(path)
+            if fnmatch.fnmatchcase(child.name, pattern) and probe(child)
+        ]
+
+    def rglob(self, path: str | os.PathLike[str], pattern: str) -> list[Path]:
+        """Confined regular files at any depth below `path` whose name matches, sorted.
+
+        Like `Path.rglob`, symlinked folders are not descended into (so a listing never
+        leaves the root, nor loops).
+        """
+        found: list[Path] = []
+        pending = [Path(path)]
+        while pending:
+            for child in self.list_dir(pending.pop()):
+                try:
+                    own = os.lstat(child).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISDIR(own):
+                    pending.append(child)
+                elif fnmatch.fnmatchcase(child.name, pattern) and self.is_file(child):
+                    found.append(child)
+        return sorted(found)
+
+
+def _os_error(exc: OSError, shown: str) -> ReaderError:
+    if exc.errno in _MISSING:
+        return FileMissing(f"{shown}: no such file")
+    return ReaderError(f"{shown}: cannot read ({exc.strerror or exc})")
+
+
+def _split_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """Lines as `iter_handle_lines` gives them, from bytes already in memory."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        yield number, line.rstrip(b"\r\n")
