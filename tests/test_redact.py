@@ -1,0 +1,619 @@
+"""Secret redaction (`transforms/redact.py`): every kind, in every place of an IM record, and
+the ordinary code data that must stay untouched.
+
+Secrets are built from pieces here, so that no literal secret sits in the repository.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import random
+from collections import Counter
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from transforms import redact
+from transforms.redact import (
+    KINDS,
+    REDACT_MODES,
+    mask_secrets_in_text,
+    mask_url_credentials,
+    redact_bundle,
+    redact_record,
+    redact_text,
+)
+from transforms.redaction.patterns import PREFILTER, search_any
+
+ALNUM = "aB3dE5fG7hI9jK1lM3nOpQ5rS7tU9vW1xY3zC8kL2mN6qR4sT0uV2wX8yZ1"
+
+
+def rand(length: int, seed: int, alphabet: str = ALNUM) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choice(alphabet) for _ in range(length))
+
+
+UPPER_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+B64 = ALNUM + "+/"
+PEM_LINES = [rand(64, 40 + i, B64) for i in range(3)]
+PEM = (
+    "-----BEGIN RSA " + "PRIVATE KEY-----\n" + "\n".join(PEM_LINES) + "\n-----END RSA "
+    "PRIVATE KEY-----"
+)
+JWT = (
+    "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+    "ey" + "JzdWIiOiIxMjM0NTY3ODkwIiwiaWF0IjoxNTE2MjM5MDIyfQ." + rand(43, 7, ALNUM + "-_")
+)
+
+# kind -> (text planting one secret of that kind, the secret substrings that must vanish)
+CASES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "openai_api_key": (
+        "use " + "sk-" + "proj-" + rand(48, 1) + " for the client",
+        ("proj-" + rand(48, 1),),
+    ),
+    "anthropic_api_key": (
+        "Anthropic(api_key=" + "sk-" + "ant-api03-" + rand(60, 2) + ")",
+        ("api03-" + rand(60, 2),),
+    ),
+    "aws_access_key_id": (
+        "key id " + "AK" + "IA" + rand(16, 3, UPPER_DIGITS) + " in us-east-1",
+        ("IA" + rand(16, 3, UPPER_DIGITS),),
+    ),
+    "aws_secret_access_key": (
+        "aws_secret_access_key = " + rand(38, 4, B64) + "/x",
+        (rand(38, 4, B64),),
+    ),
+    "github_token": (
+        "git clone https://" + "gh" + "p_" + rand(36, 5) + "@github.com/o/r.git",
+        ("p_" + rand(36, 5),),
+    ),
+    "gitlab_token": ("GITLAB=" + "gl" + "pat-" + rand(20, 6) + " ok", ("pat-" + rand(20, 6),)),
+    "slack_token": (
+        "bot " + "xo" + "xb-" + "2417" + "3090212-" + rand(24, 8) + " posts",
+        ("xb-" + "2417" + "3090212-" + rand(24, 8),),
+    ),
+    "slack_webhook": (
+        "curl -X POST https://hooks.slack.com/services/T0"
+        + rand(8, 9, UPPER_DIGITS)
+        + "/B0"
+        + rand(8, 10, UPPER_DIGITS)
+        + "/"
+        + rand(24, 11),
+        ("T0" + rand(8, 9, UPPER_DIGITS), rand(24, 11)),
+    ),
+    "google_api_key": ("maps key " + "AI" + "za" + rand(35, 12) + ".", ("za" + rand(35, 12),)),
+    "stripe_key": ("stripe " + "sk" + "_live_" + rand(24, 13) + ".", ("_live_" + rand(24, 13),)),
+    "private_key": (PEM, tuple(PEM_LINES)),
+    "jwt": ("cookie " + JWT + "; path=/", (JWT.split(".")[2], JWT.split(".")[1])),
+    "url_password": (
+        "DATABASE_URL=postgres://app:" + "Zq8" + "rT5xLm2wq" + "@db:5432/app",
+        ("Zq8" + "rT5xLm2wq",),
+    ),
+    "env_assignment": ("DB_PASSWORD=" + "Zq8-" + "rT5!xLm2", ("Zq8-" + "rT5!xLm2",)),
+    "high_entropy_secret": (
+        "Authorization: Bearer " + rand(32, 14),
+        (rand(32, 14),),
+    ),
+}
+PLACES = ("content", "tool_arguments", "tool_result", "reasoning", "instance_metadata")
+
+
+def base_record() -> dict[str, Any]:
+    return {
+        "version": "2.0.0",
+        "meta_info": {
+            "teacher": "t",
+            "query_source": "q",
+            "response_generate_time": "2026-01-01",
+            "response_update_time": "2026-01-01",
+            "owner": "o",
+            "language": "en",
+            "category": "code",
+            "rounds": 2,
+            "unique_info": {
+                "_instance_id": "task__abc",
+                "_agent_type": "main",
+                "_score": None,
+                "_gen_params": {"temperature": 0.0, "max_tokens": 4096},
+                "_usage": {"prompt_tokens": 10, "completion_tokens": 5},
+                "_instance_metadata": {"agent": "claude-code", "warnings": []},
+            },
+        },
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "Bash",
+                    "description": "Run a shell command.",
+                    "parameters": {"type": "object", "properties": {"command": {}}},
+                },
+            }
+        ],
+        "messages": [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Fix the failing test in app/config.py."},
+            {
+                "role": "assistant",
+                "content": "Let me look.",
+                "reasoning_content": "The config loader is involved.",
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "Bash", "arguments": '{"command":"cat app/x.py"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "print('hello')\n"},
+            {"role": "assistant", "content": "Done.", "reasoning_content": ""},
+        ],
+    }
+
+
+def planted(place: str, text: str) -> dict[str, Any]:
+    record = base_record()
+    messages = record["messages"]
+    if place == "content":
+        messages[1]["content"] += "\n" + text
+    elif place == "tool_arguments":
+        arguments = orjson.dumps({"command": text, "timeout": 30}).decode()
+        messages[2]["tool_calls"][0]["function"]["arguments"] = arguments
+    elif place == "tool_result":
+        messages[3]["content"] = "$ cat .env\n" + text + "\nDEBUG=1\n"
+    elif place == "reasoning":
+        messages[2]["reasoning_content"] = "I see " + text + " in the logs."
+    else:
+        metadata = record["meta_info"]["unique_info"]["_instance_metadata"]
+        metadata["exception_message"] = "ConnectionError: " + text
+    return record
+
+
+def dumped(record: dict[str, Any]) -> str:
+    return orjson.dumps(record).decode()
+
+
+def assert_arguments_json(record: dict[str, Any]) -> None:
+    for message in record["messages"]:
+        for call in message.get("tool_calls") or []:
+            orjson.loads(call["function"]["arguments"])
+
+
+def test_kinds_are_the_documented_ones() -> None:
+    assert set(CASES) == set(KINDS)
+    assert REDACT_MODES == ("off", "mask", "drop")
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+@pytest.mark.parametrize("place", PLACES)
+def test_each_kind_in_each_place(kind: str, place: str) -> None:
+    text, secrets = CASES[kind]
+    record = planted(place, text)
+    counts = redact_record(record)
+    out = dumped(record)
+    for secret in secrets:
+        assert secret not in out, (kind, place, secret)
+    assert f"[REDACTED:{kind}]" in out
+    assert counts == Counter({kind: 1}), (kind, place, counts)
+    assert_arguments_json(record)
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+@pytest.mark.parametrize("padding", [0, 3000], ids=["short", "long"])
+def test_redact_text_short_and_long(kind: str, padding: int) -> None:
+    """Texts of >= 1000 chars take the multi-pass prefilter; both find every kind."""
+    text, secrets = CASES[kind]
+    filler = ("lorem ipsum dolor sit amet; " * 200)[:padding]
+    full = filler + "\n" + text + "\n" + filler
+    assert search_any(full)
+    out, counts = redact_text(full)
+    assert counts == Counter({kind: 1})
+    for secret in secrets:
+        assert secret not in out
+    assert out.startswith(filler) and out.endswith(filler)
+    again, more = redact_text(out)  # idempotent: a placeholder triggers nothing
+    assert again == out and not more
+
+
+def test_arguments_are_reserialised_compactly_only_when_redacted() -> None:
+    record = planted("tool_arguments", CASES["openai_api_key"][0])
+    redact_record(record)
+    arguments = record["messages"][2]["tool_calls"][0]["function"]["arguments"]
+    assert arguments == orjson.dumps(orjson.loads(arguments)).decode()
+    assert orjson.loads(arguments) == {
+        "command": "use [REDACTED:openai_api_key] for the client",
+        "timeout": 30,
+    }
+    # nothing found (a trigger but no secret): the string stays byte-identical
+    spaced = '{ "command" : "export TOKEN=$TOKEN" ,  "n": 1.50 }'
+    record = base_record()
+    record["messages"][2]["tool_calls"][0]["function"]["arguments"] = spaced
+    assert redact_record(record) == Counter()
+    assert record["messages"][2]["tool_calls"][0]["function"]["arguments"] is spaced
+
+
+def test_escaped_pem_in_tool_arguments() -> None:
+    """A Write call whose content is a PEM key: in the JSON text its newlines are `\\n`."""
+    arguments = orjson.dumps({"file_path": "/srv/key.pem", "content": PEM + "\n"}).decode()
+    assert "\\n" in arguments and "\n" not in arguments
+    record = base_record()
+    record["messages"][2]["tool_calls"][0]["function"]["arguments"] = arguments
+    assert redact_record(record) == Counter({"private_key": 1})
+    parsed = orjson.loads(record["messages"][2]["tool_calls"][0]["function"]["arguments"])
+    assert parsed == {"file_path": "/srv/key.pem", "content": "[REDACTED:private_key]\n"}
+    assert not any(line in dumped(record) for line in PEM_LINES)
+
+
+def test_escaped_pem_inside_json_text_in_a_tool_result() -> None:
+    """`cat service-account.json`: the key's newlines are `\\n` in the text itself."""
+    account = orjson.dumps(
+        {
+            "type": "service_account",
+            "private_key": PEM + "\n",
+            "client_email": "bot@proj.iam.example.com",
+        }
+    ).decode()
+    record = base_record()
+    record["messages"][3]["content"] = account
+    assert redact_record(record) == Counter({"private_key": 1})
+    content = record["messages"][3]["content"]
+    assert orjson.loads(content) == {
+        "type": "service_account",
+        "private_key": "[REDACTED:private_key]\n",
+        "client_email": "bot@proj.iam.example.com",
+    }
+
+
+def test_pem_truncated_at_the_end_of_the_text() -> None:
+    text = "Here is the key:\n" + PEM.split("\n-----END")[0][:150]
+    out, counts = redact_text(text)
+    assert out == "Here is the key:\n[REDACTED:private_key]"
+    assert counts == Counter({"private_key": 1})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # on one line, as some tools print keys held in environment variables
+            'KEY="' + PEM.replace("\n", " ") + '"',
+            'KEY="[REDACTED:private_key]"',
+        ),
+        (  # indented in YAML
+            "tls:\n  key: |\n" + "\n".join("    " + line for line in PEM.split("\n")) + "\n  x: 1",
+            "tls:\n  key: |\n    [REDACTED:private_key]\n  x: 1",
+        ),
+        (  # an encrypted key with its headers
+            PEM.replace(
+                "KEY-----\n",
+                "KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\n",
+                1,
+            ),
+            "[REDACTED:private_key]",
+        ),
+        (  # cut short, then prose: the prose stays
+            PEM.split("\n-----END")[0] + "\n... (output truncated)",
+            "[REDACTED:private_key]\n... (output truncated)",
+        ),
+    ],
+    ids=["one-line", "yaml", "encrypted", "truncated-then-prose"],
+)
+def test_private_key_shapes(text: str, expected: str) -> None:
+    assert redact_text(text) == (expected, Counter({"private_key": 1}))
+
+
+def test_unicode_escaped_secret_in_arguments() -> None:
+    """`\\u0041KIA...` in the JSON text is `AKIA...` once decoded."""
+    key_id = "IA" + rand(16, 3, UPPER_DIGITS)
+    arguments = '{"command": "aws configure set key \\u0041K' + key_id + '"}'
+    assert orjson.loads(arguments)["command"].endswith("AK" + key_id)
+    record = base_record()
+    record["messages"][2]["tool_calls"][0]["function"]["arguments"] = arguments
+    assert redact_record(record) == Counter({"aws_access_key_id": 1})
+    assert key_id not in dumped(record)
+    assert_arguments_json(record)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kind"),
+    [
+        ({"password": "Zq8-rT5!xLm2"}, "env_assignment"),
+        ({"env": {"GITHUB_TOKEN": "x9" + rand(30, 21)}}, "env_assignment"),
+        ({"headers": {"X-Api-Key": rand(24, 22)}}, "env_assignment"),
+        ({"config": [{"client_secret": "s3" + rand(10, 23)}]}, "env_assignment"),
+    ],
+)
+def test_secret_named_json_keys(arguments: dict[str, Any], kind: str) -> None:
+    record = base_record()
+    text = orjson.dumps(arguments).decode()
+    record["messages"][2]["tool_calls"][0]["function"]["arguments"] = text
+    record["meta_info"]["unique_info"]["_instance_metadata"]["env"] = copy.deepcopy(arguments)
+    assert redact_record(record) == Counter({kind: 2})
+    out = dumped(record)
+    for secret in ("Zq8-rT5!xLm2", rand(30, 21), rand(24, 22), rand(10, 23)):
+        assert secret not in out
+
+
+def test_nested_metadata_and_depth_cap() -> None:
+    secret = "sk-" + "proj-" + rand(48, 1)
+    record = base_record()
+    metadata = record["meta_info"]["unique_info"]["_instance_metadata"]
+    metadata["deep"] = {"a": [{"b": {"c": ["x", "err: " + secret]}}]}
+    assert redact_record(record) == Counter({"openai_api_key": 1})
+    assert secret not in dumped(record)
+    # nesting far deeper than MAX_DEPTH (and than orjson's limit) neither recurses
+    # unboundedly nor fails: what lies below the cap is left as it is
+    deep: Any = secret
+    for _ in range(3 * redact.MAX_DEPTH):
+        deep = {"d": deep}
+    record = base_record()
+    record["meta_info"]["unique_info"]["_instance_metadata"]["deep"] = deep
+    record["messages"][1]["content"] += " " + secret
+    assert redact_record(record) == Counter({"openai_api_key": 1})
+
+
+def test_tool_names_and_schemas_untouched_descriptions_redacted() -> None:
+    record = base_record()
+    key = "sk-" + "proj-" + rand(48, 1)
+    record["tools"][0]["function"]["description"] = "Run a command. Example key: " + key
+    record["tools"][0]["function"]["name"] = "set_api_key"
+    record["messages"][2]["tool_calls"][0]["function"]["name"] = "set_api_key"
+    counts = redact_record(record)
+    assert counts == Counter({"openai_api_key": 1})
+    assert record["tools"][0]["function"]["name"] == "set_api_key"
+    assert record["messages"][2]["tool_calls"][0]["function"]["name"] == "set_api_key"
+    assert record["tools"][0]["function"]["description"].endswith("[REDACTED:openai_api_key]")
+
+
+# Ordinary code data that looks a little like secrets: must stay exactly as it is.
+IMAGE = base64.b64encode(random.Random(3).randbytes(3000)).decode()
+FALSE_POSITIVES = [
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b\nAuthor: Dev <dev@example.com>",
+    "request 550e8400-e29b-41d4-a716-446655440000 took 3ms",
+    "digest: sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    '"integrity": "sha512-' + rand(86, 30, B64) + '=="',
+    "token = 3f786850e387550fdab836ed7e6dc881de23001b",
+    "password = input()",
+    "password = getpass.getpass('Password: ')",
+    "PASSWORD=",
+    "PASSWORD=\nUSER=admin",
+    "PASSWORD=$DB_PASSWORD",
+    "PASSWORD=${DB_PASSWORD}",
+    'PASSWORD="${DB_PASSWORD:-}"',
+    'api_key=os.environ["OPENAI_API_KEY"]',
+    "api_key = os.environ.get('OPENAI_API_KEY')",
+    "client = OpenAI(api_key=api_key)",
+    'api_key = "your-api-key-here"',
+    "OPENAI_API_KEY=<your-key>",
+    "TOKEN=xxx",
+    "GITHUB_TOKEN=***",
+    "token: <token>",
+    'SECRET_KEY = "changeme"',
+    "secret: {{ vault_secret }}",
+    "password: str = ''",
+    "    token: Optional[str] = None",
+    "if password == 'secret': return",
+    "max_tokens=1024, temperature=0.2",
+    'tokenizer.pad_token = "<pad>"',
+    'eos_token = "</s>"',
+    'sort_key = "created_at"',
+    "out[key] = [...(out[key] ?? []), ...value];",
+    "routeKeys[key] = struct{}{}",
+    'vec![Token::Str("say")]',
+    "Password: incorrect",
+    "The token bucket refills; the key point is the API key and token flow.",
+    "mysql -u root --password",
+    "pip install scikit-learn; see task-list-item and disk-usage",
+    "sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "ghp_" + "X" * 36,
+    "AWS example: AK" + "IAIOSFODNN7EXAMPLE",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY",
+    "postgres://user:password@localhost:5432/db",
+    "postgres://app:${DB_PASS}@db/app",
+    "https://user@github.com/org/repo.git and git@github.com:org/repo.git",
+    "https://example.com:8080/path?q=1",
+    'headers = {"Authorization": f"Bearer {token}"}',
+    'curl -H "Authorization: Bearer $TOKEN" https://api.example.com',
+    "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ" + rand(60, 31, B64) + " dev@laptop",
+    "-----BEGIN CERTIFICATE-----\nMIIB" + rand(60, 32, B64) + "\n-----END CERTIFICATE-----",
+    "-----BEGIN PUBLIC KEY-----\nMIIB" + rand(60, 33, B64) + "\n-----END PUBLIC KEY-----",
+    "data:image/png;base64," + IMAGE,
+    "key := httpRoute.Name",
+    "rbac.authorization.k8s.io/v1",
+    "export PATH=$HOME/bin:$PATH",
+    "self.api_key = api_key",
+    "const token = req.headers.authorization;",
+    "return { password: user.password, token: data.token };",
+    "f(a, password=password)",
+    'login(username="admin", password="admin")',
+    'auth_token = "12345"',
+    'cache_key = "user:42:profile"',
+    'key = "a8f5f167f44f4964e6c998dee827110c"',
+    'password_hash = "$2b$12$abcdefghijk"',
+    'tokens = tokenizer("hello", return_tensors="pt")',
+    "--secret-file /etc/secret",
+    "GH_TOKEN: ${{ secrets.GITHUB_TOKEN }}",
+    "token=$(gh auth token)",
+    "export API_TOKEN=`cat /run/token`",
+    "secret: true",
+    "ValueError: invalid token: abc",
+    'if key == "password": pass',
+    "KeyError: 'api_key'",
+]
+
+# Realistic secrets that no prefix gives away: found by the name they are assigned to.
+NAMED = [
+    ('"access_token": "ya29.' + rand(20, 50) + '"', "env_assignment"),
+    ('password: "hunter' + '2"', "env_assignment"),
+    ("client_secret='s3" + "cr3t'", "env_assignment"),
+    ("  data:\n    password: cGFzc3dvcmQx" + "MjM=", "env_assignment"),
+    ("kubectl create secret generic db --from-literal=password=S3" + "cr3t!x", "env_assignment"),
+    ("curl 'https://x/api?user=bob&password=S3" + "cr3tx9&y=1'", "env_assignment"),
+    ("mysql --password s3" + "cr3t!x -u root", "env_assignment"),
+    ('export API_TOKEN="' + rand(12, 51) + '"', "env_assignment"),
+    ('os.environ["API_KEY"] = "k3y-' + rand(10, 52) + '"', "env_assignment"),
+    ("PGPASSWORD=" + "pg-" + rand(8, 53) + " psql -h db", "env_assignment"),
+    ("npm config set //registry.npmjs.org/:_authToken=npm_" + rand(36, 54), "env_assignment"),
+    (
+        '"Authorization": "Basic ' + base64.b64encode(b"user:pw-" + b"9f8e7d").decode() + '"',
+        "high_entropy_secret",
+    ),
+    ("client = Client(api_key=" + rand(32, 55) + ")", "high_entropy_secret"),
+]
+
+
+@pytest.mark.parametrize(("text", "kind"), NAMED)
+def test_named_secrets(text: str, kind: str) -> None:
+    out, counts = redact_text(text)
+    assert counts == Counter({kind: 1}), out
+    assert f"[REDACTED:{kind}]" in out
+
+
+@pytest.mark.parametrize("text", FALSE_POSITIVES)
+def test_false_positives_stay_untouched(text: str) -> None:
+    assert redact_text(text) == (text, Counter())
+    padded = text + "\n" + "x = 1\n" * 300  # the long-text prefilter path too
+    assert redact_text(padded) == (padded, Counter())
+
+
+def test_false_positives_in_a_record_keep_it_byte_identical() -> None:
+    record = base_record()
+    record["messages"][3]["content"] = "\n".join(FALSE_POSITIVES)
+    record["messages"][2]["tool_calls"][0]["function"]["arguments"] = orjson.dumps(
+        {"command": "\n".join(FALSE_POSITIVES[:20])}
+    ).decode()
+    before = dumped(record)
+    assert redact_record(record) == Counter()
+    assert dumped(record) == before
+
+
+def test_records_without_secrets_are_byte_identical(cases_lines: list[bytes]) -> None:
+    """The 335 reference records (real text) have no secrets: nothing may change."""
+    for line in cases_lines:
+        record = orjson.loads(line)
+        before = orjson.dumps(record)
+        assert redact_record(record) == Counter()
+        assert orjson.dumps(record) == before
+
+
+def test_clean_cache_does_not_hide_secrets() -> None:
+    """A long clean text is remembered; the same text with a secret is a different text."""
+    redact.clear_cache()
+    long_clean = "def f(x):\n    return x\n" * 100
+    record = base_record()
+    record["messages"][3]["content"] = long_clean
+    assert redact_record(record) == Counter()
+    record = base_record()
+    record["messages"][3]["content"] = long_clean + CASES["github_token"][0]
+    assert redact_record(record) == Counter({"github_token": 1})
+
+
+def bundle_of(*records: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "instance_id": "task__abc",
+        "job": None,
+        "source": "x",
+        "format": "im",
+        "rewards": None,
+        "reward_source": None,
+        "metadata": {},
+        "usage": {},
+        "warnings": [],
+        "records": list(records),
+    }
+
+
+def test_redact_bundle_modes() -> None:
+    text = CASES["github_token"][0]
+    for mode in ("mask", "drop"):
+        bundle = bundle_of(planted("content", text), planted("tool_result", text), base_record())
+        assert redact_bundle(bundle, mode) == Counter({"github_token": 2})
+        assert "p_" + rand(36, 5) not in orjson.dumps(bundle).decode()
+    bundle = bundle_of(planted("content", text))
+    before = orjson.dumps(bundle)
+    assert redact_bundle(bundle, "off") == Counter()
+    assert orjson.dumps(bundle) == before
+    with pytest.raises(ValueError, match="redaction mode"):
+        redact_bundle(bundle, "strict")
+
+
+def test_redact_bundle_metadata_and_warnings() -> None:
+    text = CASES["slack_token"][0]
+    bundle = bundle_of(base_record())
+    bundle["warnings"] = ["subagent log: " + text]
+    assert redact_bundle(bundle, "mask") == Counter({"slack_token": 1})
+    assert bundle["warnings"] == ["subagent log: bot [REDACTED:slack_token] posts"]
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("https://user:secret@host/v1", "https://***@host/v1"),
+        ("https://host/v1", "https://host/v1"),
+        ("http://localhost:8000/v1", "http://localhost:8000/v1"),
+        ("https://token@api.example.com", "https://***@api.example.com"),
+        ("redis://:pw@cache:6379/0", "redis://***@cache:6379/0"),
+        ("https://host/v1?api_key=abc&model=m", "https://host/v1?api_key=***&model=m"),
+        ("https://x.blob.core/c?sv=1&sig=abc%3D", "https://x.blob.core/c?sv=1&sig=***"),
+        ("https://host/path/user@x", "https://host/path/user@x"),
+    ],
+)
+def test_mask_url_credentials(url: str, masked: str) -> None:
+    assert mask_url_credentials(url) == masked
+
+
+def test_mask_secrets_in_text() -> None:
+    text = "request to https://bot:pw@host/v1 failed; key " + CASES["openai_api_key"][0]
+    out = mask_secrets_in_text(text)
+    assert "pw@" not in out and "https://***@host/v1" in out
+    assert "[REDACTED:openai_api_key]" in out
+
+
+TRIGGER_FREE = "".join(
+    sorted(
+        set("abdefghijlmnopqrstuvx ABDEFGHLMNOPQRSTUXZ0123456789.,;!?()[]{}<>=+*/#$%&|\n\t\"'")
+        - set("JIVkKyYcCwWz_-:\\")
+    )
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=TRIGGER_FREE, max_size=3000))
+def test_text_without_trigger_characters_is_unchanged(text: str) -> None:
+    assert PREFILTER.search(text) is None and not search_any(text)
+    assert redact_text(text) == (text, Counter())
+
+
+FRAGMENTS = [
+    *(case[0] for case in CASES.values()),
+    *FALSE_POSITIVES[:30],
+    " ",
+    "\n",
+    "=",
+    ": ",
+    '"',
+    "'",
+    "\\",
+    "\\n",
+    "key",
+    "TOKEN",
+    "--password ",
+    "export ",
+    "PASSWORD",
+    "_pass",
+    "://",
+    "@",
+    "sk-",
+    "eyJ",
+    "AKIA",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=12).map("".join))
+def test_redaction_is_idempotent_and_total(text: str) -> None:
+    out, counts = redact_text(text)
+    assert redact_text(out) == (out, Counter())
+    assert sum(counts.values()) == out.count("[REDACTED:") - text.count("[REDACTED:")

@@ -1,0 +1,267 @@
+"""`redact_text`: the detectors in order over one string.
+
+Order matters: whole PEM blocks first (their base64 would otherwise look like other
+things), then the shapes with a known prefix, then URL passwords, named AWS secrets and
+`Authorization` headers, then values assigned to secret-looking names. A redacted value
+starts with `[REDACTED:`, which no detector takes again, so redacting twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from transforms.redaction import patterns as p
+from transforms.redaction.rules import (
+    ATTRIBUTE,
+    NONE,
+    REDACTED_PREFIX,
+    STRONG,
+    WEAK,
+    high_entropy,
+    is_placeholder,
+    literal_secret,
+    looks_random,
+    name_tier,
+)
+
+Span = tuple[int, int, str]  # start, end, kind
+
+
+def placeholder(kind: str) -> str:
+    return f"{REDACTED_PREFIX}{kind}]"
+
+
+def redact_text(text: str) -> tuple[str, Counter[str]]:
+    """`text` with every secret replaced by `[REDACTED:<kind>]`, and the count per kind."""
+    counts: Counter[str] = Counter()
+    if not p.search_any(text):
+        return text, counts
+    return redact_matched(text, counts), counts
+
+
+def redact_matched(text: str, counts: Counter[str]) -> str:
+    """The detectors over a text the prefilter matched; counts go to `counts`."""
+    if "PRIVATE KEY" in text:
+        text = _apply(text, _private_keys(text), counts)
+    if "eyJ" in text:
+        text = _apply(text, _prefixed(text, "jwt", p.JWT, 3, p.B64URL), counts)
+    spans: list[Span] = []
+    for kind, trigger, pattern, prefix, boundary in p.TOKENS:
+        if trigger in text:
+            spans += _prefixed(text, kind, pattern, prefix, boundary)
+    if "IA" in text:
+        spans += _aws_ids(text)
+    if spans:
+        text = _apply(text, spans, counts)
+    if "hooks.slack.com" in text:
+        text = _apply(text, _values(text, p.SLACK_WEBHOOK, "slack_webhook", _long_enough), counts)
+    if "://" in text:
+        text = _apply(text, _values(text, p.URL_PASSWORD, "url_password", _url_password), counts)
+    lowered = text.lower()
+    if "secret" in lowered:
+        spans = _values(text, p.AWS_SECRET_NAMED, "aws_secret_access_key", _not_example)
+        text = _apply(text, spans, counts)
+    if "authoriz" in lowered:
+        spans = _values(text, p.AUTH_HEADER, "high_entropy_secret", _credential)
+        text = _apply(text, spans, counts)
+    return _apply(text, _assignments(text), counts)
+
+
+def _apply(text: str, spans: Iterable[Span], counts: Counter[str]) -> str:
+    """`text` with each span replaced by its placeholder (overlaps: the first one wins)."""
+    out: list[str] = []
+    position = 0
+    for start, end, kind in sorted(spans):
+        if start < position:
+            continue
+        out += (text[position:start], placeholder(kind))
+        counts[kind] += 1
+        position = end
+    return "".join(out) + text[position:] if out else text
+
+
+def _private_keys(text: str) -> list[Span]:
+    """Whole PEM blocks, BEGIN to END; a block cut short (no END, or not only key material
+    before the next END) to where its key lines stop."""
+    spans: list[Span] = []
+    position = 0
+    while (begin := p.PEM_BEGIN.search(text, position)) is not None:
+        start = begin.end()
+        closing = p.PEM_END.search(text, start, start + p.PEM_MAX)
+        if closing is not None and p.PEM_INSIDE.fullmatch(text, start, closing.start()):
+            end = closing.end()
+        else:
+            body = p.PEM_BODY.match(text, start)
+            end = body.end() if body else start
+            while end > start and text[end - 1].isspace():
+                end -= 1
+        spans.append((begin.start(), end, "private_key"))
+        position = end
+    return spans
+
+
+def _prefixed(
+    text: str, kind: str, pattern: re.Pattern[str], prefix: int, boundary: str
+) -> list[Span]:
+    """Matches of a prefixed shape that start a token and whose random part looks random."""
+    spans: list[Span] = []
+    for match in pattern.finditer(text):
+        start = match.start()
+        if start and text[start - 1] in boundary:
+            continue
+        if _random_body(match.group(0)[prefix:], kind):
+            spans.append((start, match.end(), kind))
+    return spans
+
+
+def _random_body(body: str, kind: str) -> bool:
+    """Real keys are random: placeholders (`sk-xxxxxxxx...`, `ghp_XXXX...`) and CSS classes
+    (`sk-loading-spinner-...`) are not."""
+    if kind == "slack_token":
+        return any(char.isdigit() for char in body)
+    return len(set(body)) >= 6 and any(char.isdigit() or char.isupper() for char in body)
+
+
+def _aws_ids(text: str) -> list[Span]:
+    """Access key ids (not AWS's documented `...EXAMPLE` ones), and a mixed-case 40-char
+    token within `AWS_SECRET_WINDOW` chars after one (credentials CSV, `key_id secret`)."""
+    spans: list[Span] = []
+    for match in p.AWS_ACCESS_KEY_ID.finditer(text):
+        start, end = match.span()
+        if (start and text[start - 1] in p.B64) or match.group(0).endswith("EXAMPLE"):
+            continue
+        spans.append((start, end, "aws_access_key_id"))
+        secret = p.AWS_SECRET_BARE.search(text, end, end + p.AWS_SECRET_WINDOW)
+        if secret is not None and _aws_secret_shape(secret.group(0)):
+            spans.append((secret.start(), secret.end(), "aws_secret_access_key"))
+    return spans
+
+
+def _aws_secret_shape(value: str) -> bool:
+    return (
+        any(char.islower() for char in value)
+        and any(char.isupper() for char in value)
+        and len(set(value)) >= 10
+        and not value.endswith("EXAMPLEKEY")
+    )
+
+
+def _values(
+    text: str, pattern: re.Pattern[str], kind: str, accept: Callable[[str], bool]
+) -> list[Span]:
+    """The `value` group of each match that `accept(value)` takes."""
+    spans: list[Span] = []
+    for match in pattern.finditer(text):
+        value = match.group("value")
+        if not value.startswith(REDACTED_PREFIX) and accept(value):
+            spans.append((*match.span("value"), kind))
+    return spans
+
+
+def _not_example(value: str) -> bool:
+    return not value.endswith("EXAMPLEKEY")  # AWS's documented example secret
+
+
+def _long_enough(value: str) -> bool:
+    return len(value.strip("/")) >= 8
+
+
+def _url_password(value: str) -> bool:
+    return not is_placeholder(value) and value.lower() not in ("pass", "pwd", "pw")
+
+
+def _credential(value: str) -> bool:
+    return high_entropy(value) or (
+        len(value) >= 12 and looks_random(value) and not is_placeholder(value)
+    )
+
+
+def _assignments(text: str) -> list[Span]:
+    """`ASSIGNMENT` tried where a secret word starts (not scanned for over the whole text:
+    its alternation would test every character)."""
+    starts = {
+        match.start() + offset
+        for anchor, offset in p.KEYWORD_ANCHORS
+        for match in anchor.finditer(text)
+    }
+    spans: list[Span] = []
+    end = 0
+    for start in sorted(starts):
+        match = p.ASSIGNMENT.match(text, start) if start >= end else None
+        if match is None:
+            continue
+        end = match.end()
+        kind = _assignment_kind(text, match)
+        if kind is not None:
+            group = "quoted" if match.group("quoted") is not None else "bare"
+            spans.append((*match.span(group), kind))
+    return spans
+
+
+_CODE_AFTER = frozenset("([.")
+_ARG_END = " \t\r\n&"  # a str: "" (the end of the text) is in it too
+_LINE_LEADS = frozenset(("", "export", "set", "ENV"))
+
+
+def _whole_line(text: str, name_start: int, match: re.Match[str]) -> bool:
+    """`name=value` is the whole line (after `export`): a `.env` / shell line, not code."""
+    line_start = text.rfind("\n", 0, name_start) + 1
+    if text[line_start:name_start].strip() not in _LINE_LEADS:
+        return False
+    line_end = text.find("\n", match.end())
+    return not text[match.end() : None if line_end < 0 else line_end].strip()
+
+
+def _assignment_kind(text: str, match: re.Match[str]) -> str | None:
+    """env_assignment, high_entropy_secret or None for one `ASSIGNMENT` match.
+
+    - a quoted value (`"api_key": "..."`, `password = '...'`, `export X_TOKEN="..."`) is a
+      literal: the name's rules decide;
+    - a bare value is a literal in `.env` / shell form (`UPPER_NAME=value`, or a whole
+      `name=value` line), in `name=value` followed by a blank or `&` (a command line, a
+      query string), in YAML / header form (`name: value`) and for `--flag value`, unless
+      it is an attribute (`password: user.password`); elsewhere (`api_key=api_key)`,
+      `token = get_token()`) it is code, and only a high-entropy value is taken (as
+      `high_entropy_secret`).
+    """
+    name_end = match.start()
+    name_start = name_end
+    while name_start > 0 and name_end - name_start < 128 and text[name_start - 1] in p.NAME_CHARS:
+        name_start -= 1
+    if name_start > 0 and text[name_start - 1] in "$%{":
+        return None  # `$API_KEY`, `${TOKEN}`, `%PASSWORD%`: a use, not an assignment
+    name = text[name_start:name_end] + match.group("keyword")
+    tier = name_tier(name)
+    if tier == NONE:
+        return None
+    quoted = match.group("quoted")
+    op = match.group("op")
+    operator = op.strip()
+    flag = name.startswith("-")
+    if operator == "" and not flag:
+        return None  # `token bucket`, `API key and ...`: prose
+    if quoted is not None:
+        value = quoted
+        literal = literal_secret(value, tier, wordy_ok=True)
+    else:
+        value = match.group("bare")
+        if text[match.end() : match.end() + 1] in _CODE_AFTER and match.end() < len(text):
+            return None  # `os.environ[...]`, `input()`, `getpass.getpass(...)`
+        named = match.group("quoted_name") is not None
+        if op == "=" and not named and (name.isupper() or _whole_line(text, name_start, match)):
+            literal = literal_secret(value, STRONG if tier == WEAK else tier, wordy_ok=True)
+        elif (
+            (operator == ":" and not named)
+            or operator == ""
+            or (op == "=" and not named and text[match.end() : match.end() + 1] in _ARG_END)
+        ):
+            literal = ATTRIBUTE.fullmatch(value) is None and literal_secret(
+                value, tier, wordy_ok=False
+            )
+        else:
+            literal = False
+    if literal:
+        return "env_assignment"
+    return "high_entropy_secret" if tier >= WEAK and high_entropy(value) else None
