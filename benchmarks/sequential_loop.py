@@ -1,8 +1,9 @@
 """The baseline for `bench_pipeline.py`: the pipeline's work as a plain sequential loop.
 
-Same readers, gate, validation, TQS V2 scoring, score filter, IM and LF writing, stats and
-rejects as `trajcurate run` (default options), one trial after another, in one process,
-writing each job's files as it goes. Usage: `python sequential_loop.py INPUT OUTPUT`.
+Same readers, the same curation chain (`transforms/chain.py`: gate, clean, validation,
+redaction, TQS V2 scoring, score filter), IM and LF writing, stats and rejects as
+`trajcurate run` (default options), one trial after another, in one process, writing each
+job's files as it goes. Usage: `python sequential_loop.py INPUT OUTPUT`.
 """
 
 from __future__ import annotations
@@ -14,13 +15,20 @@ from typing import IO, Any
 
 import orjson
 
-from transforms import bundle_steps as steps
+from transforms.chain import (
+    ChainSettings,
+    Drop,
+    Stage,
+    job_of,
+    run_stages,
+    stages_after_judge,
+    stages_before_judge,
+)
 from transforms.readers.bundle import ReaderError
 from transforms.readers.discover import discover_trials
 from transforms.readers.registry import reader_for
 from transforms.sinks.records import bundle_payload
 from transforms.sinks.stats import Stats, token_count
-from transforms.stages import job_of
 
 
 class JobFiles:
@@ -49,9 +57,8 @@ class JobFiles:
             scaffold = (score or {}).get("scaffold")
             self.stats.add(record, score, calls, errors, scaffold, token_count(record))
 
-    def reject(self, stage: str, bundle: dict[str, Any], reason: str) -> None:
-        line = {"stage": stage, "instance_id": bundle.get("instance_id"), "reason": reason}
-        self.rejects.write(orjson.dumps(line) + b"\n")
+    def reject(self, drop: Drop) -> None:
+        self.rejects.write(orjson.dumps(drop.record) + b"\n")
 
     def close(self) -> None:
         self.lf.write(b"]\n" if self.separator == b"\n" else b"\n]\n")
@@ -60,26 +67,17 @@ class JobFiles:
             handle.close()
 
 
-def process(bundle: dict[str, Any], files: JobFiles, gate: steps.GateSettings) -> None:
-    checks = (
-        ("read", steps.read_problem(bundle)),
-        ("gate", steps.gate_problem(bundle, gate)),
-        ("validate", steps.validation_problem(bundle)),
-    )
-    for stage, problem in checks:
-        if problem:
-            files.reject(stage, bundle, problem)
-            return
-    scored = steps.score_bundle(bundle)
-    problem = steps.score_filter_problem(scored, steps.FilterSettings())
-    if problem:
-        files.reject("filter", scored, problem)
+def process(bundle: dict[str, Any], files: JobFiles, stages: list[Stage]) -> None:
+    result = run_stages(bundle, stages, lambda _name: None)
+    if isinstance(result, Drop):
+        files.reject(result)
     else:
-        files.write(scored)
+        files.write(result)
 
 
 def main(source: Path, output: Path) -> int:
-    gate = steps.GateSettings()
+    settings = ChainSettings()
+    stages = [*stages_before_judge(settings), *stages_after_judge(settings)]
     jobs: dict[str, JobFiles] = defaultdict(lambda: JobFiles(output / "standalone"))
     for unit in discover_trials([source]):
         if unit.format is None:
@@ -89,7 +87,7 @@ def main(source: Path, output: Path) -> int:
                 job = job_of(dict(bundle))
                 if job not in jobs:
                     jobs[job] = JobFiles(output / job)
-                process(dict(bundle), jobs[job], gate)
+                process(dict(bundle), jobs[job], stages)
         except ReaderError:
             continue
     for files in jobs.values():

@@ -12,18 +12,36 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from transforms.readers.confined import ReadLimits
+from transforms.redact import mask_url_credentials
+
+from pipelines.chain_options import (
+    CHAIN_OPTIONS,
+    ConfigError,
+    add_chain_arguments,
+    chain_settings,
+    check_chain_values,
+    read_limits,
+)
 from scorers.tqs_v2 import SCORE_KEYS
-from transforms.readers.registry import FORMATS
-from transforms.reward_gate import STATUSES
+from transforms.chain import ChainSettings
 
 if TYPE_CHECKING:
     from transforms.llm.judging import JudgeSettings
 
+__all__ = ["ConfigError", "RunConfig", "add_run_arguments", "config_from_args", "load_yaml"]
+
 JUDGE_KINDS = ("fixed", "dynamic", "both")
-
-
-class ConfigError(ValueError):
-    """An option value that cannot work; the message names the option."""
+RUN_CHAIN_OPTIONS = (
+    "instance_status",
+    "reward_key",
+    "reward_threshold",
+    "min_score",
+    "score_key",
+    "redact",
+    "max_file_mb",
+    "input_format",
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +56,8 @@ class RunConfig:
     num_shards: int = 0
     skip_unchanged: bool = False
     input_format: str | None = None
+    redact: str = "mask"
+    max_file_mb: float = CHAIN_OPTIONS["max_file_mb"].default
     tokenizer: str | None = None
     chat_template_tokenizer: str | None = None
     progress: bool = True
@@ -65,8 +85,7 @@ class RunConfig:
             raise ConfigError("--input: give at least one path or glob")
         if not self.output:
             raise ConfigError("--output: give the output folder")
-        if self.instance_status not in STATUSES:
-            raise ConfigError(f"--instance-status: one of {', '.join(STATUSES)}")
+        check_chain_values({name: getattr(self, name) for name in RUN_CHAIN_OPTIONS})
         if self.num_shards < 0:
             raise ConfigError("--num-shards: 0 (one file per output) or more")
         numeric = self.score_key in SCORE_KEYS and self.score_key != "scaffold"
@@ -79,10 +98,6 @@ class RunConfig:
             raise ConfigError(f"--llm-judge: one of {', '.join(JUDGE_KINDS)}")
         if self.llm_concurrency < 1 or self.llm_workers < 1 or self.llm_batch_size < 1:
             raise ConfigError("--llm-concurrency, --llm-workers, --llm-batch-size: at least 1")
-        if self.min_score is not None and not 0.0 <= self.min_score <= 1.0:
-            raise ConfigError("--min-score: a number from 0 to 1")
-        if self.input_format is not None and self.input_format not in FORMATS:
-            raise ConfigError(f"--format: one of {', '.join(FORMATS)}")
 
     def judge_settings(self) -> JudgeSettings:
         """The LLM judge's settings (imported lazily: judging is optional)."""
@@ -106,11 +121,19 @@ class RunConfig:
             price_out=self.llm_price_out,
         )
 
+    def chain_settings(self) -> ChainSettings:
+        return chain_settings(asdict(self))
+
+    def read_limits(self) -> ReadLimits:
+        return read_limits(asdict(self))
+
     def public(self) -> dict[str, Any]:
-        """The options as written to the manifest."""
+        """The options as written to the manifest (credentials in URLs masked)."""
         values = asdict(self)
         values["inputs"] = list(self.inputs)
-        values["beam_args"] = list(self.beam_args)
+        values["beam_args"] = [mask_url_credentials(arg) for arg in self.beam_args]
+        if self.llm_base_url:
+            values["llm_base_url"] = mask_url_credentials(self.llm_base_url)
         return values
 
 
@@ -131,13 +154,7 @@ _FLAG_TYPES: dict[str, Any] = {
     "llm_envoy_domain": str,
     "llm_price_in": float,
     "llm_price_out": float,
-    "instance_status": str,
-    "reward_key": str,
-    "reward_threshold": float,
-    "min_score": float,
-    "score_key": str,
     "num_shards": int,
-    "input_format": str,
     "tokenizer": str,
     "chat_template_tokenizer": str,
 }
@@ -159,33 +176,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE.yaml",
         help="options as YAML keys (e.g. min_score: 0.6); flags win",
     )
-    parser.add_argument(
-        "--instance-status",
-        choices=STATUSES,
-        help="which trials to keep by verifier reward (default: resolved)",
-    )
-    parser.add_argument("--reward-key", help="reward key the gate reads (default: reward)")
-    parser.add_argument(
-        "--reward-threshold", type=float, help="resolved means reward >= this (default: 1.0)"
-    )
-    parser.add_argument(
-        "--min-score",
-        type=float,
-        help="keep a bundle only if its best main-agent score reaches this",
-    )
-    parser.add_argument(
-        "--score-key", help="_score key the filter reads (default: composite_score)"
-    )
+    add_chain_arguments(parser, RUN_CHAIN_OPTIONS)
     parser.add_argument(
         "--num-shards",
         type=int,
         help="im/lf files per job: 0 = one im.jsonl and one lf.json (default)",
-    )
-    parser.add_argument(
-        "--format",
-        dest="input_format",
-        choices=FORMATS,
-        help="read every input as this format instead of detecting it",
     )
     parser.add_argument("--tokenizer", metavar="PATH", help="local tokenizer for token stats")
     parser.add_argument(
@@ -283,7 +278,8 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> RunConfi
     values: dict[str, Any] = load_yaml(args.config) if args.config else {}
     if isinstance(values.get("inputs"), str):
         values["inputs"] = [values["inputs"]]
-    for name in ("inputs", "output", "skip_unchanged", "progress", "llm_dry_run", *_FLAG_TYPES):
+    flags = ("inputs", "output", "skip_unchanged", "progress", "llm_dry_run", *_FLAG_TYPES)
+    for name in (*flags, *RUN_CHAIN_OPTIONS):
         given = getattr(args, name, None)
         if given is not None:
             values[name] = given
@@ -293,6 +289,10 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> RunConfi
                 values[name] = kind(values[name])
             except (TypeError, ValueError):
                 raise ConfigError(f"--{name.replace('_', '-')}: not a {kind.__name__}") from None
+    for name in RUN_CHAIN_OPTIONS:
+        values[name] = CHAIN_OPTIONS[name].check(values.get(name))
+        if values[name] is None:
+            del values[name]
     values["inputs"] = tuple(str(i) for i in values.get("inputs") or ())
     values["output"] = str(values.get("output") or "")
     values["beam_args"] = tuple(beam_args) + tuple(values.get("beam_args") or ())

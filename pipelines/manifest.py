@@ -1,10 +1,12 @@
-"""After the pipeline: complete each job folder and write its manifest.
+"""After the pipeline: complete each staged job folder, publish it with its manifest.
 
-The pipeline writes the data files and, per job, the counts it saw (`.counts.json`) and the
-LF reshapes (`.lf_reshapes.json`). Here the driver adds what only it knows — wall time,
-versions, the input signature — creates the empty files of a job that wrote nothing (so a
-job folder always has the full set), registers the LF files in `dataset_info.json`, and
-checks that every bundle is accounted for: in = written + rejected + dead-lettered.
+The pipeline writes the data files into a staging folder and, per job, the counts it saw
+(`.counts.json`) and the LF reshapes (`.lf_reshapes.json`). Here the driver adds what only
+it knows — wall time, versions, the input signature — creates the empty files of a job that
+wrote nothing (so a job folder always has the full set), registers the LF files in
+`dataset_info.json`, checks that every bundle is accounted for (in = written + rejected +
+dead-lettered), and publishes each job's files into `--output` together, manifest last
+(`pipelines/output_folder.py`).
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ import orjson
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import RunConfig
+from pipelines.output_folder import publish_job, publish_run_files, verify_outputs
 from pipelines.run_pipeline import COUNTS_FILE, RESHAPES_FILE
 from scorers.tqs_v2 import SCORER_NAME, SCORER_VERSION
+from transforms.chain import accounting
 from transforms.readers.discover import expand_globs
 from transforms.sinks import layout
 from transforms.sinks.lf import dataset_info
 from transforms.sinks.lf_render import rendered_dataset_info_entry
-
-UNIT_STAGES = ("rejected.detect", "rejected.open", "dead_letter.discover", "dead_letter.open")
 
 
 def _version(package: str) -> str:
@@ -39,12 +41,16 @@ def _version(package: str) -> str:
         return "unknown"
 
 
+# Options that change how a run behaves, not what it writes.
+_NOT_IN_SIGNATURE = frozenset({"beam_args", "skip_unchanged", "progress"})
+
+
 def input_signature(config: RunConfig) -> str:
     """A hash of every input file (path, size, mtime), the options and the scorer version."""
     digest = hashlib.sha256()
     digest.update(
         orjson.dumps(
-            {k: v for k, v in config.public().items() if k != "beam_args"},
+            {k: v for k, v in config.public().items() if k not in _NOT_IN_SIGNATURE},
             option=orjson.OPT_SORT_KEYS,
         )
     )
@@ -67,35 +73,35 @@ def _files(paths: Iterable[Path]) -> Iterator[Path]:
             yield path
 
 
-def previous_signature(output: str) -> str | None:
+def _previous_manifest(output: str) -> dict[str, Any]:
     path = FileSystems.join(output, "manifest.json")
     if not layout.exists(path):
-        return None
+        return {}
     try:
         manifest = orjson.loads(layout.read_bytes(path))
     except orjson.JSONDecodeError:
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def unchanged_since_last_run(output: str, signature: str) -> str | None:
+    """Why the last run's outputs can stand (None if they cannot): same inputs, options and
+    scorer, and every file it published still matches its manifest (size and sha256)."""
+    manifest = _previous_manifest(output)
+    if manifest.get("input_signature") != signature:
         return None
-    value = manifest.get("input_signature") if isinstance(manifest, dict) else None
-    return value if isinstance(value, str) else None
+    folders = manifest.get("job_folders")
+    if not isinstance(folders, dict):
+        return None
+    for where in ["", *sorted(str(f) for f in folders.values())]:
+        folder = FileSystems.join(output, where) if where else output
+        if verify_outputs(folder) is not None:
+            return None
+    return f"inputs, options and scorer unchanged, {len(folders)} job folder(s) verified"
 
 
-def accounting(counts: dict[str, int]) -> dict[str, Any]:
-    units = sum(counts.get(stage, 0) for stage in UNIT_STAGES)
-    rejected = sum(v for k, v in counts.items() if k.startswith("rejected."))
-    dead = sum(v for k, v in counts.items() if k.startswith("dead_letter."))
-    seen = counts.get("read", 0) + units
-    written = counts.get("written", 0)
-    return {
-        "in": seen,
-        "written": written,
-        "rejected": rejected,
-        "dead_lettered": dead,
-        "balanced": seen == written + rejected + dead,
-    }
-
-
-def _job_names(output: str) -> list[str]:
-    pattern = FileSystems.join(output, "*", COUNTS_FILE)
+def _job_folders(staging: str) -> list[str]:
+    pattern = FileSystems.join(staging, "*", COUNTS_FILE)
     matches = FileSystems.match([pattern])[0].metadata_list
     return sorted(layout.basename(m.path.rsplit("/", 1)[0]) for m in matches)
 
@@ -125,9 +131,13 @@ def _complete(folder: str, num_shards: int) -> list[str]:
 
 
 def finalize(
-    config: RunConfig, signature: str, wall_seconds: float, metrics: dict[str, int] | None = None
+    config: RunConfig,
+    staging: str,
+    signature: str,
+    wall_seconds: float,
+    metrics: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """Write every job's manifest and dataset_info.json and the run manifest; return it."""
+    """Complete and publish every staged job folder, then the run files; return the manifests."""
     common = {
         "trajcurate_version": _version("trajcurate"),
         "beam_version": _version("apache-beam"),
@@ -138,24 +148,28 @@ def finalize(
         "wall_seconds": round(wall_seconds, 3),
     }
     jobs: dict[str, Any] = {}
-    for job in _job_names(config.output):
-        folder = layout.job_dir(config.output, job)
-        counts = _pop_json(f"{folder}/{COUNTS_FILE}")
-        reshapes = _pop_json(f"{folder}/{RESHAPES_FILE}")
-        layout.remove_parts_folder(config.output, job)
-        files = _complete(folder, config.num_shards)
+    folders: dict[str, str] = {}
+    for folder in _job_folders(staging):
+        staged = FileSystems.join(staging, folder)
+        counted = _pop_json(f"{staged}/{COUNTS_FILE}")
+        job = counted["job"] if isinstance(counted.get("job"), str) else folder
+        counts = counted.get("counts") or {}
+        reshapes = _pop_json(f"{staged}/{RESHAPES_FILE}")
+        layout.delete([f"{staged}/{layout.PARTS}"])
+        files = _complete(staged, config.num_shards)
         lf_files = layout.shard_names(layout.LF, config.num_shards)
-        _write_json(f"{folder}/dataset_info.json", _dataset_info(config, lf_files, job))
+        _write_json(f"{staged}/dataset_info.json", _dataset_info(config, lf_files, job))
         manifest = {
             **common,
             "job": job,
+            "job_folder": folder,
             "counts": counts,
             "accounting": accounting(counts),
             "lf_reshapes": reshapes,
-            "outputs": sorted([*files, "lf.stats.json"]),
+            "outputs": sorted([*files, "dataset_info.json", "lf.stats.json"]),
         }
-        _write_json(f"{folder}/manifest.json", manifest)
-        jobs[job] = manifest
+        jobs[job] = publish_job(config.output, staging, folder, manifest)
+        folders[job] = folder
     totals: dict[str, int] = {}
     for manifest in jobs.values():
         for key, value in manifest["counts"].items():
@@ -163,11 +177,13 @@ def finalize(
     run = {
         **common,
         "jobs": sorted(jobs),
-        "counts": totals,
+        "job_folders": folders,
+        "counts": dict(sorted(totals.items())),
         "accounting": accounting(totals),
         "beam_metrics": metrics or {},
     }
-    _write_json(FileSystems.join(config.output, "manifest.json"), run)
+    run = publish_run_files(config.output, staging, run)
+    layout.delete([staging])
     return {"run": run, "jobs": jobs}
 
 

@@ -15,7 +15,13 @@ from typing import TypeVar
 
 from transforms.jsonl import JsonlWriter
 
-__all__ = ["CommandError", "atomic_jsonl_outputs", "rejects_path", "run_reporting_errors"]
+__all__ = [
+    "CommandError",
+    "atomic_jsonl_outputs",
+    "dead_letters_path",
+    "rejects_path",
+    "run_reporting_errors",
+]
 
 
 class CommandError(Exception):
@@ -45,6 +51,12 @@ def rejects_path(output: Path) -> Path:
     """`out/scored.jsonl` -> `out/scored.rejects.jsonl` (other names just get the suffix)."""
     stem = output.name.removesuffix(".jsonl")
     return output.with_name(stem + ".rejects.jsonl")
+
+
+def dead_letters_path(output: Path) -> Path:
+    """`out/scored.jsonl` -> `out/scored.dead_letter.jsonl`."""
+    stem = output.name.removesuffix(".jsonl")
+    return output.with_name(stem + ".dead_letter.jsonl")
 
 
 @contextmanager

@@ -13,6 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.config import ConfigError, RunConfig, add_run_arguments, config_from_args
+from pipelines.output_folder import (
+    OutputError,
+    OutputLock,
+    check_writable,
+    new_run_id,
+    remove_staging,
+    staging_root,
+)
 from transforms.readers.discover import expand_globs
 
 PROG = "trajcurate run"
@@ -36,10 +44,13 @@ def run(args: argparse.Namespace) -> int:
         config = config_from_args(args, list(getattr(args, "beam_args", [])))
         _check_inputs(config)
         _check_tokenizers(config)
-    except ConfigError as exc:
+        check_writable(config.output)
+        with OutputLock(config.output):
+            remove_staging(config.output)  # what a killed run left behind
+            return execute(config)
+    except (ConfigError, OutputError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    return execute(config)
 
 
 def _check_tokenizers(config: RunConfig) -> None:
@@ -72,22 +83,33 @@ def _check_inputs(config: RunConfig) -> None:
 def execute(config: RunConfig) -> int:
     """Run the pipeline for `config`, finalize the outputs, print the summary; exit code."""
     _quiet_beam_logging()
-    from pipelines.manifest import finalize, input_signature, previous_signature
+    from pipelines.manifest import finalize, input_signature, unchanged_since_last_run
 
     signature = input_signature(config)
-    if config.skip_unchanged and previous_signature(config.output) == signature:
-        print(f"{PROG}: inputs, options and scorer unchanged since the last run: nothing to do")
+    if config.skip_unchanged and (why := unchanged_since_last_run(config.output, signature)):
+        print(f"{PROG}: {why}: nothing to do")
         return 0
     from pipelines.run_pipeline import build
     from pipelines.runner import make_pipeline
 
     started = time.monotonic()
     pipeline = make_pipeline(config.beam_args)
-    build(pipeline, config)
-    result = pipeline.run()
-    result.wait_until_finish()
+    # A template launch only stages the graph: its job runs later, with no driver to publish.
+    staging = (
+        config.output
+        if _is_template_launch(pipeline)
+        else staging_root(config.output, new_run_id())
+    )
+    build(pipeline, config, staging)
+    try:
+        result = pipeline.run()
+        result.wait_until_finish()
+    except Exception as exc:
+        remove_staging(config.output)
+        raise OutputError(f"the run failed, nothing was published: {_root_cause(exc)}") from None
     wall = time.monotonic() - started
     if _is_dry_run(pipeline):
+        remove_staging(config.output)
         print(f"{PROG}: dry run: the job was translated for its runner and not submitted")
         return 0
     if _is_template_launch(pipeline):
@@ -96,11 +118,20 @@ def execute(config: RunConfig) -> int:
             "manifests are not written by this process"
         )
         return 0
-    summary = finalize(config, signature, wall, stage_metrics(result))
+    summary = finalize(config, staging, signature, wall, stage_metrics(result))
     print(render_summary(summary, config.output, wall))
     if config.llm_judge:
         print(_judge_line(config, summary["run"]))
     return 0 if summary["run"]["accounting"]["balanced"] else 1
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The last line of what went wrong: Beam wraps a worker's error in its own messages."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[-1] if lines else type(exc).__name__
+    return text.split(" [while running", 1)[0]
 
 
 def stage_metrics(result: Any) -> dict[str, int]:
@@ -146,9 +177,10 @@ def _is_template_launch(pipeline: Any) -> bool:
 
 
 def _quiet_beam_logging() -> None:
+    """Beam logs a worker's failure with its traceback; the run reports it in one line."""
     logging.getLogger().setLevel(logging.ERROR)
-    for name in ("apache_beam", "root"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    logging.getLogger("root").setLevel(logging.ERROR)
+    logging.getLogger("apache_beam").setLevel(logging.CRITICAL)
 
 
 def render_summary(summary: dict[str, Any], output: str, wall: float) -> str:

@@ -1,26 +1,27 @@
 """The trajcurate pipeline: Harbor jobs (and other sources) -> IM / LF / stats per job.
 
-    inputs -> discover -> reshuffle paths -> read bundles -> reward gate -> validate
-      -> TQS V2 -> bundled score filter -> (job, shard) group -> im / lf files
-                                         -> stats per job and for the run
+    inputs -> detect units -> reshuffle -> open -> chain: read, gate, clean, validate,
+      redact, score -> [LLM judges] -> chain: filter -> spill -> (job, shard) group
+      -> im / lf files; stats per job and for the run
     rejects (with reasons) and dead letters (with the error) -> one file per job
 
-The bundle (one trial: main record + subagents) is the element from read to filter; the
-only grouping is at the sinks, once, to write sorted and deterministic files.
+The bundle (one trial: main record + subagents) is the element from open to spill; the
+only grouping is at the sinks, once, to write sorted and deterministic files. The stages are
+those of `transforms/chain.py`, run by one generic DoFn.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.transforms import combiners
 
 from pipelines.config import RunConfig
-from transforms import bundle_steps as steps
+from transforms.chain import stages_after_judge, stages_before_judge, written_counts
 from transforms.sinks.beam_sinks import (
     RUN_KEY,
+    WRITTEN,
     SpillBundle,
     WriteJobJson,
     WriteJobLines,
@@ -28,15 +29,7 @@ from transforms.sinks.beam_sinks import (
     sum_counts,
 )
 from transforms.sinks.beam_stats import MergeStats, StatsCombineFn
-from transforms.stages import (
-    DEAD_LETTER,
-    REJECTED,
-    CheckBundle,
-    DiscoverUnits,
-    ReadBundles,
-    TransformBundle,
-    job_of,
-)
+from transforms.stages import DEAD_LETTER, REJECTED, DetectUnits, OpenUnits, RunChain, job_of
 
 COUNTS_FILE = ".counts.json"
 DRY_RUN_FILE = "llm_dry_run.json"
@@ -47,38 +40,31 @@ def _split(pcoll: Any, label: str, dofn: beam.DoFn) -> Any:
     return pcoll | label >> beam.ParDo(dofn).with_outputs(REJECTED, DEAD_LETTER, main="main")
 
 
-def build(pipeline: beam.Pipeline, config: RunConfig) -> None:
-    """Add every stage and sink of a run to `pipeline`."""
-    gate = steps.GateSettings(config.instance_status, config.reward_key, config.reward_threshold)
-    score_filter = steps.FilterSettings(config.min_score, config.score_key)
-
+def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None) -> None:
+    """Add every stage and sink of a run to `pipeline`; files go to `output` (a staging
+    folder, published by the driver) or `config.output`."""
+    settings = config.chain_settings()
+    limits = config.read_limits()
     units = _split(
         pipeline | "Inputs" >> beam.Create(sorted(config.inputs)),
-        "Discover",
-        DiscoverUnits(config.input_format),
+        "Detect",
+        DetectUnits(config.input_format, limits),
     )
-    read = _split(
-        units.main | "ReshufflePaths" >> beam.Reshuffle(), "Read", ReadBundles(config.progress)
+    opened = _split(
+        units.main | "ReshuffleUnits" >> beam.Reshuffle(),
+        "Open",
+        OpenUnits(limits, config.progress),
     )
-    readable = _split(read.main, "ReadCheck", CheckBundle("read", steps.read_problem))
-    gated = _split(
-        readable.main, "RewardGate", CheckBundle("gate", partial(steps.gate_problem, settings=gate))
-    )
-    valid = _split(gated.main, "Validate", CheckBundle("validate", steps.validation_problem))
-    scored = _split(valid.main, "ScoreTQSv2", TransformBundle("score", steps.score_bundle))
-    judged = _judge(scored.main, config)
-    kept = _split(
-        judged,
-        "ScoreFilter",
-        CheckBundle("filter", partial(steps.score_filter_problem, settings=score_filter)),
-    )
-    stages = (units, read, readable, gated, valid, scored, kept)
+    curated = _split(opened.main, "Curate", RunChain(stages_before_judge(settings)))
+    judged = _judge(curated.main, config, output or config.output)
+    kept = _split(judged, "Filter", RunChain(stages_after_judge(settings)))
+    stages = (units, opened, curated, kept)
     rejects = [s[REJECTED] for s in stages] | "AllRejects" >> beam.Flatten()
     dead = [s[DEAD_LETTER] for s in stages] | "AllDeadLetters" >> beam.Flatten()
-    _write_outputs(config, read.main, kept.main, rejects, dead)
+    _write_outputs(config, output or config.output, opened.main, kept.main, rejects, dead)
 
 
-def _judge(scored: Any, config: RunConfig) -> Any:
+def _judge(scored: Any, config: RunConfig, out: str) -> Any:
     """The optional LLM judges, on batches of bundles (or only their cost, in a dry run)."""
     if not config.llm_judge:
         return scored
@@ -97,17 +83,21 @@ def _judge(scored: Any, config: RunConfig) -> Any:
         planned.estimate
         | "AllEstimates" >> combiners.ToList()
         | "SumEstimates" >> beam.Map(lambda estimates: (RUN_KEY, sum_estimates(estimates)))
-        | "WriteEstimate" >> beam.ParDo(WriteJobJson(config.output, DRY_RUN_FILE))
+        | "WriteEstimate" >> beam.ParDo(WriteJobJson(out, DRY_RUN_FILE))
     )
     return planned.bundles
 
 
-def _write_outputs(config: RunConfig, read: Any, kept: Any, rejects: Any, dead: Any) -> None:
-    out = config.output
+def _write_outputs(
+    config: RunConfig, out: str, read: Any, kept: Any, rejects: Any, dead: Any
+) -> None:
+    spilled = kept | "SpillBundles" >> beam.ParDo(
+        SpillBundle(out, config.num_shards, config.chat_template_tokenizer)
+    ).with_outputs(WRITTEN, DEAD_LETTER, main="refs")
+    written = spilled[WRITTEN]
+    dead = (dead, spilled[DEAD_LETTER]) | "WithWriteDeadLetters" >> beam.Flatten()
     reshapes = (
-        kept
-        | "SpillBundles"
-        >> beam.ParDo(SpillBundle(out, config.num_shards, config.chat_template_tokenizer))
+        spilled.refs
         | "GroupShards" >> beam.GroupByKey()
         | "WriteShards" >> beam.ParDo(WriteShard(out, config.num_shards))
     )
@@ -124,7 +114,7 @@ def _write_outputs(config: RunConfig, read: Any, kept: Any, rejects: Any, dead: 
             | f"Write {name}" >> beam.ParDo(WriteJobLines(out, name))
         )
     per_job = (
-        kept
+        written
         | "StatsByJob" >> beam.Map(lambda b: (job_of(b), b))
         | "CombineStats" >> beam.CombinePerKey(StatsCombineFn(config.tokenizer))
     )
@@ -143,7 +133,7 @@ def _write_outputs(config: RunConfig, read: Any, kept: Any, rejects: Any, dead: 
     counts = (
         (
             read | "CountRead" >> beam.Map(lambda b: (job_of(b), {"read": 1})),
-            kept | "CountWritten" >> beam.Map(_written_counts),
+            written | "CountWritten" >> beam.Map(_written_counts),
             rejects
             | "CountRejects" >> beam.Map(lambda r: (r["job"], {f"rejected.{r['stage']}": 1})),
             dead | "CountDead" >> beam.Map(lambda r: (r["job"], {f"dead_letter.{r['stage']}": 1})),
@@ -151,17 +141,12 @@ def _write_outputs(config: RunConfig, read: Any, kept: Any, rejects: Any, dead: 
         | "AllCounts" >> beam.Flatten()
         | "SumCounts" >> beam.CombinePerKey(sum_counts)
     )
-    counts | "WriteCounts" >> beam.ParDo(WriteJobJson(out, COUNTS_FILE))
+    (
+        counts
+        | "NameCounts" >> beam.MapTuple(lambda job, c: (job, {"job": job, "counts": c}))
+        | "WriteCounts" >> beam.ParDo(WriteJobJson(out, COUNTS_FILE))
+    )
 
 
 def _written_counts(bundle: dict[str, Any]) -> tuple[str, dict[str, int]]:
-    main = sum(
-        1
-        for r in bundle["records"]
-        if r["meta_info"]["unique_info"].get("_agent_type", "main") == "main"
-    )
-    return job_of(bundle), {
-        "written": 1,
-        "records.main": main,
-        "records.subagent": len(bundle["records"]) - main,
-    }
+    return job_of(bundle), written_counts(bundle)

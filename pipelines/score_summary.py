@@ -36,7 +36,10 @@ class ScoreStats:
     main: int = 0
     subagent: int = 0
     rejected: int = 0
-    blank_lines: int = 0
+    dead_lettered: int = 0
+    balanced: bool = True
+    accounting_line: str = ""
+    drops: dict[str, int] = field(default_factory=dict)
     tool_calls: int = 0
     error_tool_calls: int = 0
     scored: ScaffoldStats = field(default_factory=ScaffoldStats)
@@ -69,7 +72,9 @@ class ScoreStats:
             f"{'  main':<16}{self.main:>10}",
             f"{'  subagent':<16}{self.subagent:>10}",
             f"{'rejected':<16}{self.rejected:>10}",
-            f"{'blank lines':<16}{self.blank_lines:>10}",
+            f"{'dead-lettered':<16}{self.dead_lettered:>10}",
+            *(f"  {stage:<14}{n:>10}" for stage, n in sorted(self.drops.items())),
+            self.accounting_line,
             f"{'mean composite':<16}{_mean(self.scored.mean_composite):>10}"
             f"  (over {self.scored.composite_n} scored records)",
             "",

@@ -49,7 +49,7 @@ def test_portable_form_builds(composed: Path, tmp_path: Path) -> None:
     build(pipeline, RunConfig(inputs=(str(composed),), output=str(tmp_path)))
     proto = pipeline.to_runner_api()
     names = {t.unique_name for t in proto.components.transforms.values()}
-    assert {"Read", "RewardGate", "Validate", "ScoreTQSv2", "ScoreFilter", "GroupShards"} <= names
+    assert {"Detect", "Open", "Curate", "Filter", "SpillBundles", "GroupShards"} <= names
 
 
 @pytest.mark.skipif(

@@ -15,9 +15,10 @@ import orjson
 import pytest
 
 from pipelines.cli import main
-from pipelines.score_command import RAW_LIMIT, rejects_path
+from pipelines.score_command import rejects_path
 from scorers import tqs_v2
 from scorers.im import agent_type
+from transforms.cleaning import clean_record
 from transforms.progress import Progress
 
 Record = dict[str, Any]
@@ -83,6 +84,8 @@ def test_scores_every_record_in_input_order_keeping_keys(
     tmp_path: Path, cases: list[Record], fake: FakeScorer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     expected = [orjson.loads(orjson.dumps(r)) for r in cases]
+    for record in expected:  # the chain's clean stage removes terminal escape sequences
+        clean_record(record)
     first = _write(tmp_path / "a.jsonl", [_stale(r) for r in cases[:200]])
     second = _write(tmp_path / "b.jsonl", [_stale(r) for r in cases[200:]])
     out = tmp_path / "out" / "scored.jsonl"
@@ -130,13 +133,17 @@ def test_summary_reports_counts_means_and_tool_call_error_rate(
     assert re.search(rf"^  error rate\s+{errors / calls:.6f}$", out, re.M)
 
 
+def _renamed(record: Record, instance_id: str) -> Record:
+    copy: Record = orjson.loads(orjson.dumps(record))
+    copy["meta_info"]["unique_info"]["_instance_id"] = instance_id
+    return copy
+
+
 def test_bad_lines_are_rejected_with_file_line_and_reason(
     tmp_path: Path, cases: list[Record], fake: FakeScorer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad_role = orjson.loads(orjson.dumps(cases[0]))
+    bad_role = _renamed(cases[0], "bad-role")
     bad_role["messages"][1]["role"] = "bot"
-    explode = orjson.loads(orjson.dumps(cases[1]))
-    explode["meta_info"]["unique_info"]["_instance_id"] = "explode"
     long_line = b'{"x": "' + b"y" * 5000
     src = _write(
         tmp_path / "in.jsonl",
@@ -147,7 +154,7 @@ def test_bad_lines_are_rejected_with_file_line_and_reason(
             b'{"k": "\xff"}',  # 4 invalid UTF-8
             orjson.dumps(bad_role),  # 5 not an IM record
             b"   ",  # 6 blank
-            orjson.dumps(explode),  # 7 the scorer raises
+            orjson.dumps(_renamed(cases[1], "explode")),  # 7 the scorer raises
             long_line,  # 8
             orjson.dumps(cases[2]),  # 9 ok
         ],
@@ -161,25 +168,25 @@ def test_bad_lines_are_rejected_with_file_line_and_reason(
         cases[2]["meta_info"]["unique_info"]["_instance_id"],
     ]
     rejects = _read(tmp_path / "scored.rejects.jsonl")
-    assert [(r["file"], r["line"]) for r in rejects] == [(str(src), n) for n in (2, 4, 5, 7, 8)]
-    reasons = [r["reason"] for r in rejects]
-    assert reasons[0].startswith("invalid JSON: ")
-    assert reasons[1] == "invalid UTF-8 at byte 7"
+    assert {r["stage"] for r in rejects} == {"read"}
+    reasons = sorted(r["reason"] for r in rejects)
+    assert [reason.split(": ", 1)[0] for reason in reasons] == [f"{src}:{n}" for n in (2, 4, 5, 8)]
+    assert reasons[0].startswith(f"{src}:2: invalid JSON: ")
+    assert reasons[1] == f"{src}:4: invalid UTF-8 at byte 7"
     assert reasons[2] == (
-        "invalid IM record: messages.1.role: Input should be 'system', "
+        f"{src}:5: not an IM record: messages.1.role: Input should be 'system', "
         "'user', 'assistant' or 'tool' (got \"bot\")"
     )
-    assert reasons[3] == "scorer error: RuntimeError: boom"
-    assert rejects[0]["raw"] == "{not json"
-    assert rejects[1]["raw"] == '{"k": "\ufffd"}'
-    assert rejects[4]["raw"] == long_line.decode()[:RAW_LIMIT]
-    assert list(rejects[0]) == ["file", "line", "reason", "raw"]
+    (dead,) = _read(tmp_path / "scored.dead_letter.jsonl")
+    assert (dead["stage"], dead["instance_id"]) == ("score", "explode")
+    assert dead["error"] == "RuntimeError: boom"
 
     captured = capsys.readouterr()
-    assert captured.err.splitlines() == [f"{src}:{r['line']}: {r['reason']}" for r in rejects]
+    assert len(captured.err.splitlines()) == 5
     assert re.search(r"^records\s+2$", captured.out, re.M)
-    assert re.search(r"^rejected\s+5$", captured.out, re.M)
-    assert re.search(r"^blank lines\s+2$", captured.out, re.M)
+    assert re.search(r"^rejected\s+4$", captured.out, re.M)
+    assert re.search(r"^dead-lettered\s+1$", captured.out, re.M)
+    assert "in = written + rejected + dead-lettered: 7 = 2 + 4 + 1: yes" in captured.out
 
 
 def test_rejects_file_is_rewritten_empty_on_a_clean_rerun(
@@ -189,8 +196,8 @@ def test_rejects_file_is_rewritten_empty_on_a_clean_rerun(
     dirty = _write(tmp_path / "dirty.jsonl", [b"[]", orjson.dumps(cases[0])])
     assert main(["score", str(dirty), "-o", str(out)]) == 0
     assert (
-        _read(rejects_path(out))[0]["reason"] == "invalid IM record: record is a JSON array, "
-        "expected an object"
+        _read(rejects_path(out))[0]["reason"]
+        == f"{dirty}:1: a JSON array, expected an IM record object"
     )
     clean = _write(tmp_path / "clean.jsonl", [orjson.dumps(cases[0])])
     assert main(["score", str(clean), "-o", str(out)]) == 0
@@ -204,7 +211,7 @@ def test_strict_makes_a_reject_fatal_and_writes_nothing(
     out = tmp_path / "scored.jsonl"
     assert main(["score", str(src), "-o", str(out), "--strict"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"trajcurate score: error: {src}:3: invalid JSON: ")
+    assert f"trajcurate score: error: {src}:3: invalid JSON: " in err
     assert err.rstrip().endswith("(--strict)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 

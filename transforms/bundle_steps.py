@@ -1,7 +1,9 @@
-"""Pure per-bundle steps of the pipeline (no Beam): gate, validate, score, score filter.
+"""Pure per-bundle steps of the curation chain (no Beam): read check, gate, clean, validate,
+redact, score, score filter.
 
-Each step takes a bundle and returns either the bundle (to go on) or a drop reason; the
-DoFns in `transforms/stages.py` only route those results and count them.
+Each step takes a bundle and returns either the bundle (to go on) or a drop reason;
+`transforms/chain.py` names them, orders them and routes their results. What a transform
+removes or masks is tallied on the bundle (`tallies`, summed per job into the manifest).
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ from typing import Any
 
 from scorers import tqs_v2
 from scorers.im_validity import bundle_problem
+from transforms.cleaning import clean_record
+from transforms.redact import redact_bundle
 from transforms.reward_gate import gate_reason, outcome
+
+TALLIES = "tallies"
 
 
 @dataclass(frozen=True)
@@ -45,11 +51,41 @@ def validation_problem(bundle: dict[str, Any]) -> str | None:
     return bundle_problem(bundle["records"])
 
 
-def score_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
+def _tally(bundle: dict[str, Any], counts: Mapping[str, int]) -> None:
+    tallies = bundle.setdefault(TALLIES, {})
+    for name, value in counts.items():
+        if value:
+            tallies[name] = tallies.get(name, 0) + value
+
+
+def clean_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
+    """Remove control characters from every string of every record (counted)."""
+    removed = sum(clean_record(record) for record in bundle["records"])
+    _tally(bundle, {"cleaned.control_chars": removed})
+    return bundle
+
+
+def mask_secrets(bundle: dict[str, Any]) -> dict[str, Any]:
+    """Replace every secret found with a typed placeholder (counted per kind)."""
+    found = redact_bundle(bundle, "mask")
+    _tally(bundle, {f"redacted.{kind}": n for kind, n in found.items()})
+    return bundle
+
+
+def secrets_problem(bundle: dict[str, Any]) -> str | None:
+    """`--redact drop`: a bundle holding any secret is rejected, naming the kinds found."""
+    found = redact_bundle(bundle, "drop")
+    if not found:
+        return None
+    kinds = ", ".join(f"{kind} x{n}" for kind, n in sorted(found.items()))
+    return f"secrets found ({kinds})"
+
+
+def score_bundle(bundle: dict[str, Any], scaffold: str | None = None) -> dict[str, Any]:
     """Set `_score` on every record (None on subagents) and note tool-call error counts."""
     counts = []
     for record in bundle["records"]:
-        score, calls, errors = tqs_v2.score_and_count(record)
+        score, calls, errors = tqs_v2.score_and_count(record, scaffold=scaffold)
         record["meta_info"]["unique_info"]["_score"] = score
         counts.append([calls, errors])
     scored = dict(bundle)

@@ -20,9 +20,11 @@ from apache_beam.metrics.metric import Metrics
 from transforms.llm.counters import COUNTER_NAMES, LLMCounters
 from transforms.llm.dry_run import estimate_run
 from transforms.llm.judging import JUDGE_KEY, Judge, JudgeSettings, make_client, planned_requests
+from transforms.redact import mask_secrets_in_text
 from transforms.stages import NAMESPACE
 
 _COUNTED = COUNTER_NAMES  # every client counter becomes a Beam metric
+ERROR_KEYS = ("llm_error", "llm_checklist_error")
 
 
 def _main_records(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -32,6 +34,15 @@ def _main_records(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for record in bundle["records"]
         if record["meta_info"]["unique_info"].get("_agent_type", "main") == "main"
     ]
+
+
+def _masked_errors(outputs: dict[str, Any]) -> dict[str, Any]:
+    """Error texts can quote the endpoint's URL (with its credentials) or a secret-bearing
+    answer: they are written to the data, so they are masked like the data."""
+    for key in ERROR_KEYS:
+        if isinstance(outputs.get(key), str):
+            outputs[key] = mask_secrets_in_text(outputs[key])
+    return outputs
 
 
 class JudgeBundles(beam.DoFn):
@@ -50,7 +61,7 @@ class JudgeBundles(beam.DoFn):
     def process(self, batch: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         records = _main_records(batch)
         for record, outputs in zip(records, self.pool.map(self._judge, records), strict=True):
-            record["meta_info"]["unique_info"][JUDGE_KEY] = outputs
+            record["meta_info"]["unique_info"][JUDGE_KEY] = _masked_errors(outputs)
         self._publish()
         yield from batch
 

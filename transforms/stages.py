@@ -1,104 +1,81 @@
-"""Beam DoFns of the pipeline: thin adapters that route, count and dead-letter.
+"""Beam DoFns of the pipeline: thin adapters around the chain (`transforms/chain.py`).
 
-Every DoFn here wraps a pure function (readers, `bundle_steps`) and does three things only:
-pass what goes on to the main output, send drops to `REJECTED` with their reason, and send
-exceptions to `DEAD_LETTER` with the input and the error. Counters are Beam metrics named
-`<stage>.in`, `<stage>.kept`, `<stage>.rejected`, `<stage>.dead_letter`.
+Each DoFn passes what goes on to the main output and what left the chain to `REJECTED`
+(with its reason) or `DEAD_LETTER` (with the error); the stages themselves, their order and
+their routing live in `chain.py` and `intake.py`, shared with the plain-loop commands.
+Counters are Beam metrics named `<stage>.in`, `<stage>.kept`, `<stage>.rejected`,
+`<stage>.dead_letter`.
 """
 
 from __future__ import annotations
 
 import sys
-import traceback
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.metrics.metric import Metrics
 from apache_beam.pvalue import TaggedOutput
 
+from transforms.chain import (
+    DEAD_LETTER,
+    REJECTED,
+    Drop,
+    Stage,
+    job_of,
+    run_stages,
+)
+from transforms.intake import DETECT, OPEN, detect_units, open_unit
 from transforms.progress import Progress
-from transforms.readers.bundle import ReaderError
-from transforms.readers.discover import discover_trials
-from transforms.readers.registry import reader_for
+from transforms.readers.confined import ReadLimits
+from transforms.readers.discover import ReadUnit
 
-REJECTED = "rejected"
-DEAD_LETTER = "dead_letter"
-STANDALONE_JOB = "standalone"
+__all__ = ["DEAD_LETTER", "NAMESPACE", "REJECTED", "DetectUnits", "OpenUnits", "RunChain", "job_of"]
+
 NAMESPACE = "trajcurate"
 
 
-def job_of(bundle: dict[str, Any]) -> str:
-    return bundle.get("job") or STANDALONE_JOB
+class _Counting(beam.DoFn):
+    """Beam counters created on first use, one per name."""
+
+    def __init__(self) -> None:
+        self._counters: dict[str, Any] = {}
+
+    def count(self, name: str) -> None:
+        counter = self._counters.get(name)
+        if counter is None:
+            counter = self._counters[name] = Metrics.counter(NAMESPACE, name)
+        counter.inc()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_counters": {}}
 
 
-def reject_record(stage: str, bundle: dict[str, Any], reason: str) -> dict[str, Any]:
-    return {
-        "job": job_of(bundle),
-        "stage": stage,
-        "instance_id": bundle.get("instance_id"),
-        "source": bundle.get("source"),
-        "format": bundle.get("format"),
-        "records": len(bundle.get("records") or []),
-        "reason": reason,
-    }
+def _route(item: Any) -> Any:
+    return TaggedOutput(item.kind, item.record) if isinstance(item, Drop) else item
 
 
-def dead_letter_record(stage: str, where: dict[str, Any], exc: BaseException) -> dict[str, Any]:
-    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-    return {
-        "job": where.get("job") or STANDALONE_JOB,
-        "stage": stage,
-        "instance_id": where.get("instance_id"),
-        "source": where.get("source"),
-        "error": f"{type(exc).__name__}: {exc}",
-        "traceback": "".join(lines[-6:]),
-    }
+class DetectUnits(_Counting):
+    """An input path or glob -> read units, Harbor jobs split into trials."""
 
-
-class _Counted(beam.DoFn):
-    """Counters for one stage."""
-
-    def __init__(self, stage: str) -> None:
-        self.stage = stage
-        self.seen = Metrics.counter(NAMESPACE, f"{stage}.in")
-        self.kept = Metrics.counter(NAMESPACE, f"{stage}.kept")
-        self.dropped = Metrics.counter(NAMESPACE, f"{stage}.rejected")
-        self.failed = Metrics.counter(NAMESPACE, f"{stage}.dead_letter")
-
-
-class DiscoverUnits(_Counted):
-    """An input path or glob -> (path, format) read units, Harbor jobs split into trials."""
-
-    def __init__(self, forced_format: str | None = None) -> None:
-        super().__init__("discover")
+    def __init__(self, forced_format: str | None, limits: ReadLimits) -> None:
+        super().__init__()
         self.forced_format = forced_format
+        self.limits = limits
 
     def process(self, path: str) -> Iterator[Any]:
-        self.seen.inc()
-        try:
-            for unit in discover_trials([Path(path)], self.forced_format):
-                if unit.format is None:
-                    self.dropped.inc()
-                    where = {"source": str(unit.path), "instance_id": None}
-                    yield TaggedOutput(REJECTED, reject_record("detect", where, unit.refusal or ""))
-                else:
-                    self.kept.inc()
-                    yield (str(unit.path), unit.format)
-        except Exception as exc:
-            self.failed.inc()
-            yield TaggedOutput(DEAD_LETTER, dead_letter_record("discover", {"source": path}, exc))
+        self.count(f"{DETECT}.in")
+        for item in detect_units(path, self.forced_format, self.limits):
+            self.count(f"{DETECT}.{item.kind}" if isinstance(item, Drop) else f"{DETECT}.kept")
+            yield _route(item)
 
 
-class ReadBundles(_Counted):
-    """A read unit -> bundles; a refused input is a reject, a reader crash a dead letter.
+class OpenUnits(_Counting):
+    """A read unit -> its bundles. With `progress`, a progress line on stderr on long runs."""
 
-    With `progress`, each worker prints a progress line to stderr on long runs.
-    """
-
-    def __init__(self, progress: bool = False) -> None:
-        super().__init__("read")
+    def __init__(self, limits: ReadLimits, progress: bool = False) -> None:
+        super().__init__()
+        self.limits = limits
         self.progress = progress
         self._progress: Progress | None = None
         self._read = 0
@@ -107,63 +84,25 @@ class ReadBundles(_Counted):
         if self.progress:
             self._progress = Progress(sys.stderr, "trajcurate run: read", every=1000)
 
-    def process(self, unit: tuple[str, str]) -> Iterator[Any]:
-        path, fmt = unit
-        self.seen.inc()
-        try:
-            for bundle in reader_for(fmt)(Path(path)):
-                self.kept.inc()
+    def process(self, unit: ReadUnit) -> Iterator[Any]:
+        self.count(f"{OPEN}.in")
+        for item in open_unit(unit, self.limits):
+            if isinstance(item, Drop):
+                self.count(f"{OPEN}.{item.kind}")
+            else:
+                self.count(f"{OPEN}.kept")
                 self._read += 1
                 if self._progress is not None:
                     self._progress.update(self._read)
-                yield dict(bundle)
-        except ReaderError as exc:
-            self.dropped.inc()
-            where = {"source": path, "format": fmt, "instance_id": None}
-            yield TaggedOutput(REJECTED, reject_record("open", where, str(exc)))
-        except Exception as exc:
-            self.failed.inc()
-            where = {"source": path, "instance_id": None}
-            yield TaggedOutput(DEAD_LETTER, dead_letter_record("open", where, exc))
+            yield _route(item)
 
 
-class CheckBundle(_Counted):
-    """Apply `check(bundle) -> reason | None`: None keeps the bundle, a reason rejects it."""
+class RunChain(_Counting):
+    """Run each bundle through `stages`: on, rejected or dead-lettered."""
 
-    def __init__(self, stage: str, check: Callable[[dict[str, Any]], str | None]) -> None:
-        super().__init__(stage)
-        self.check = check
+    def __init__(self, stages: list[Stage]) -> None:
+        super().__init__()
+        self.stages = stages
 
     def process(self, bundle: dict[str, Any]) -> Iterator[Any]:
-        self.seen.inc()
-        try:
-            problem = self.check(bundle)
-        except Exception as exc:
-            self.failed.inc()
-            yield TaggedOutput(DEAD_LETTER, dead_letter_record(self.stage, bundle, exc))
-            return
-        if problem is None:
-            self.kept.inc()
-            yield bundle
-        else:
-            self.dropped.inc()
-            yield TaggedOutput(REJECTED, reject_record(self.stage, bundle, problem))
-
-
-class TransformBundle(_Counted):
-    """Apply `step(bundle) -> bundle`; an exception sends the bundle to the dead letters."""
-
-    def __init__(self, stage: str, step: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-        super().__init__(stage)
-        self.step = step
-
-    def process(self, bundle: dict[str, Any]) -> Iterator[Any]:
-        self.seen.inc()
-        try:
-            result = self.step(bundle)
-        except Exception as exc:
-            self.failed.inc()
-            yield TaggedOutput(DEAD_LETTER, dead_letter_record(self.stage, bundle, exc))
-            return
-        self.kept.inc()
-        yield result
+        yield _route(run_stages(bundle, self.stages, self.count))

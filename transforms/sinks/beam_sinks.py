@@ -17,10 +17,14 @@ from typing import Any
 
 import apache_beam as beam
 import orjson
+from apache_beam.pvalue import TaggedOutput
 
+from transforms.chain import DEAD_LETTER, dead_letter_record, job_of
 from transforms.sinks import layout
 from transforms.sinks.records import bundle_payload
-from transforms.stages import job_of
+
+WRITTEN = "written"
+WRITE_STAGE = "write"
 
 _SORT = orjson.OPT_SORT_KEYS
 
@@ -36,7 +40,9 @@ class SpillBundle(beam.DoFn):
 
     Only the small reference travels through the final grouping, so memory stays flat
     however many records a job has; the part's name derives from the bundle's sort key, so
-    a retried bundle overwrites its own part.
+    a retried bundle overwrites its own part. The bundle itself goes on to `WRITTEN` (stats
+    and counts); one that cannot be rendered is dead-lettered (stage `write`), while a
+    failing filesystem (full, read-only) fails the run rather than every bundle.
     """
 
     def __init__(
@@ -47,7 +53,11 @@ class SpillBundle(beam.DoFn):
         self.chat_template_tokenizer = chat_template_tokenizer
 
     def process(self, bundle: dict[str, Any]) -> Iterator[Any]:
-        payload = bundle_payload(bundle, self.chat_template_tokenizer)
+        try:
+            payload = bundle_payload(bundle, self.chat_template_tokenizer)
+        except Exception as exc:  # one unrenderable bundle must not stop the run
+            yield TaggedOutput(DEAD_LETTER, dead_letter_record(WRITE_STAGE, bundle, exc))
+            return
         job = job_of(bundle)
         shard = shard_of(bundle["instance_id"], self.num_shards)
         part = layout.part_path(self.output, job, shard, repr(payload["sort_key"]))
@@ -55,6 +65,7 @@ class SpillBundle(beam.DoFn):
         kinds = dict(Counter(payload["lf_reshapes"]))  # compact: refs are held until the end
         ref = (payload["sort_key"], part, len(payload["lf_items"]), kinds)
         yield (job, shard), ref
+        yield TaggedOutput(WRITTEN, bundle)
 
 
 class WriteShard(beam.DoFn):
@@ -114,7 +125,9 @@ def sum_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
     return dict(total)
 
 
-RUN_KEY = ""  # the key of values that belong to the whole run: written to DIR/<name>
+# The key of values that belong to the whole run (written to DIR/<name>): not a string, so
+# that no job name — they are data, even "" — can be taken for it.
+RUN_KEY = None
 
 
 class WriteJobJson(beam.DoFn):
@@ -124,9 +137,9 @@ class WriteJobJson(beam.DoFn):
         self.output = output
         self.name = name
 
-    def process(self, element: tuple[str, Any]) -> Iterator[str]:
+    def process(self, element: tuple[str | None, Any]) -> Iterator[str | None]:
         job, value = element
         data = orjson.dumps(value, option=_SORT | orjson.OPT_INDENT_2) + b"\n"
-        folder = self.output if job == RUN_KEY else layout.job_dir(self.output, job)
+        folder = self.output if job is RUN_KEY else layout.job_dir(self.output, job)
         layout.write_bytes(f"{folder.rstrip('/')}/{self.name}", data)
         yield job

@@ -15,6 +15,8 @@ from typing import IO, Any
 
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.sinks.names import safe_job_name
+
 IM = "im"
 LF = "lf"
 PARTS = ".parts"
@@ -25,7 +27,9 @@ def _remote(path: str) -> bool:
 
 
 def job_dir(output: str, job: str) -> str:
-    return FileSystems.join(output, job) if _remote(output) else os.path.join(output, job)
+    """The folder of a job's files: always one safe name below `output` (job names are data)."""
+    folder = safe_job_name(job)
+    return FileSystems.join(output, folder) if _remote(output) else os.path.join(output, folder)
 
 
 def shard_name(kind: str, shard: int, num_shards: int) -> str:
@@ -131,13 +135,6 @@ def read_part(path: str) -> tuple[bytes, bytes]:
     data = read_bytes(path)
     size = int(data[:12])
     return data[12 : 12 + size], data[12 + size :]
-
-
-def remove_parts_folder(output: str, job: str) -> None:
-    """Drop the (now empty) part folder of a job, where the filesystem has folders."""
-    folder = f"{job_dir(output, job)}/{PARTS}"
-    if not _remote(folder):
-        delete([folder])
 
 
 def json_array(items: list[bytes]) -> bytes:

@@ -1,0 +1,184 @@
+"""The options of the curation chain, declared once for `run`, `convert` and `score`.
+
+Each option has one name, one type, one default, one range or set of choices and one help
+text; the commands register the ones they take, and every value — from a flag or from
+`run`'s YAML file — is converted and checked here, so a bad value gets the same one-line
+error whichever command or file it came through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scorers.tqs_v2 import SCAFFOLDS
+from transforms.chain import ChainSettings
+from transforms.readers.confined import ReadLimits
+from transforms.readers.registry import FORMATS
+from transforms.redact import REDACT_MODES
+from transforms.reward_gate import STATUSES
+
+MIB = 2**20
+
+
+class ConfigError(ValueError):
+    """An option value that cannot work; the message names the option."""
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    kind: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    metavar: str | None = None
+    flag_name: str | None = None  # when the flag is not `--` + the name with dashes
+
+    @property
+    def flag(self) -> str:
+        return self.flag_name or "--" + self.name.replace("_", "-")
+
+    def check(self, value: Any) -> Any:
+        """`value` converted to the option's type, or ConfigError saying what fits."""
+        if value is None:
+            return None
+        try:
+            value = self.kind(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{self.flag}: not a {self.kind.__name__}: {value!r}") from None
+        if self.choices is not None and value not in self.choices:
+            raise ConfigError(f"{self.flag}: one of {', '.join(self.choices)}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{self.flag}: a finite number")
+        if (self.low is not None and value < self.low) or (
+            self.high is not None and value > self.high
+        ):
+            raise ConfigError(f"{self.flag}: a number from {self.low:g} to {self.high:g}")
+        return value
+
+    def parse_flag(self, text: str) -> Any:
+        """argparse's `type`: argparse itself says which choices fit."""
+        if self.choices is not None:
+            return text
+        try:
+            return self.check(text)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{self.flag}: ")) from None
+
+    def add_to(self, parser: argparse.ArgumentParser, default: Any) -> None:
+        shown = "" if self.default is None else f" (default: {self.default})"
+        parser.add_argument(
+            self.flag,
+            dest=self.name,
+            type=self.parse_flag,
+            choices=self.choices,
+            default=default,
+            metavar=self.metavar,
+            help=self.help + shown,
+        )
+
+
+CHAIN_OPTIONS: dict[str, Option] = {
+    option.name: option
+    for option in (
+        Option(
+            "instance_status",
+            str,
+            "resolved",
+            "keep trials by verifier reward: resolved, unresolved or all",
+            choices=STATUSES,
+        ),
+        Option("reward_key", str, "reward", "the reward key the gate reads"),
+        Option("reward_threshold", float, 1.0, "resolved means reward >= this", low=-1e9, high=1e9),
+        Option(
+            "min_score",
+            float,
+            None,
+            "keep a bundle only if its best main-agent score reaches this",
+            low=0.0,
+            high=1.0,
+        ),
+        Option("score_key", str, "composite_score", "the score key the filter reads"),
+        Option(
+            "redact",
+            str,
+            "mask",
+            "secrets in messages, tool calls and results: mask them with a typed placeholder, "
+            "drop (reject) the trial, or off",
+            choices=REDACT_MODES,
+        ),
+        Option(
+            "max_file_mb",
+            float,
+            ReadLimits().max_file_bytes / MIB,
+            "refuse any input file larger than this many MiB",
+            low=0.001,
+            high=1e6,
+            metavar="MB",
+        ),
+        Option(
+            "input_format",
+            str,
+            None,
+            "read every input as this format instead of detecting it",
+            choices=FORMATS,
+            flag_name="--format",
+        ),
+        Option(
+            "scaffold",
+            str,
+            None,
+            "score every record as this scaffold instead of detecting it",
+            choices=SCAFFOLDS,
+        ),
+    )
+}
+
+
+def add_chain_arguments(
+    parser: argparse.ArgumentParser,
+    names: Iterable[str],
+    defaults: Mapping[str, Any] | None = None,
+) -> None:
+    """Register the named options; `defaults` None leaves every default None (for callers
+    that merge flags over a file), else each option's own default unless overridden."""
+    for name in names:
+        option = CHAIN_OPTIONS[name]
+        default = None if defaults is None else defaults.get(name, option.default)
+        option.add_to(parser, default)
+
+
+def check_chain_values(values: Mapping[str, Any]) -> None:
+    """ConfigError for the first chain option whose value does not fit."""
+    for name, option in CHAIN_OPTIONS.items():
+        if name in values:
+            option.check(values[name])
+
+
+def chain_settings(values: Mapping[str, Any]) -> ChainSettings:
+    """The chain's settings from option values (missing ones take their defaults)."""
+
+    def get(name: str) -> Any:
+        value = values.get(name)
+        return CHAIN_OPTIONS[name].default if value is None else value
+
+    return ChainSettings(
+        instance_status=get("instance_status"),
+        reward_key=get("reward_key"),
+        reward_threshold=get("reward_threshold"),
+        redact=get("redact"),
+        scaffold=values.get("scaffold"),
+        min_score=values.get("min_score"),
+        score_key=get("score_key"),
+    )
+
+
+def read_limits(values: Mapping[str, Any]) -> ReadLimits:
+    megabytes = values.get("max_file_mb") or CHAIN_OPTIONS["max_file_mb"].default
+    return ReadLimits(max_file_bytes=int(megabytes * MIB))

@@ -1,0 +1,142 @@
+"""The curation chain in a plain loop, for `convert` and `score` (no Beam).
+
+The same intake (`transforms/intake.py`) and the same stages (`transforms/chain.py`) as the
+pipeline, in the same order, routed by the same `run_stages`; only the driving differs. The
+counts come out in the pipeline's shape — per stage (`<stage>.in/kept/rejected/dead_letter`)
+and per job (`read`, `written`, `rejected.<stage>`, `dead_letter.<stage>`, records, tallies)
+— so a command's summary and the pipeline's manifest can be compared key by key.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from transforms.readers.confined import ReadLimits
+
+from transforms.chain import (
+    DEAD_LETTER,
+    Bundle,
+    ChainSettings,
+    Drop,
+    accounting,
+    job_of,
+    run_stages,
+    stages_after_judge,
+    stages_before_judge,
+    written_counts,
+)
+from transforms.intake import detect_units, open_unit
+from transforms.progress import Progress
+
+STDERR_DROP_LIMIT = 50  # drops echoed on stderr; the rest only go to the files
+
+
+@dataclass
+class LoopCounts:
+    """What a loop run saw: per stage, and per job in the pipeline manifest's keys."""
+
+    stages: Counter[str] = field(default_factory=Counter)
+    jobs: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def job(self, name: str) -> Counter[str]:
+        return self.jobs.setdefault(name, Counter())
+
+    def totals(self) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for counts in self.jobs.values():
+            total.update(counts)
+        return total
+
+    def accounting(self) -> dict[str, Any]:
+        return accounting(self.totals())
+
+    def drops_by_stage(self, kind: str) -> dict[str, int]:
+        prefix = f"{kind}."
+        return {
+            k.removeprefix(prefix): v
+            for k, v in sorted(self.totals().items())
+            if k.startswith(prefix)
+        }
+
+    def render_accounting(self) -> str:
+        acc = self.accounting()
+        verdict = "yes" if acc["balanced"] else "NO"
+        return (
+            f"in = written + rejected + dead-lettered: {acc['in']} = {acc['written']} + "
+            f"{acc['rejected']} + {acc['dead_lettered']}: {verdict}"
+        )
+
+
+class CurationLoop:
+    """Detect, open and curate every input; hand kept bundles to `write`, drops to `drop`."""
+
+    def __init__(
+        self,
+        settings: ChainSettings,
+        limits: ReadLimits,
+        write: Callable[[Bundle], None],
+        drop: Callable[[Drop], None],
+        *,
+        on_read: Callable[[Bundle], None] | None = None,
+        stderr: TextIO | None = None,
+        label: str = "trajcurate",
+    ) -> None:
+        self.stages = [*stages_before_judge(settings), *stages_after_judge(settings)]
+        self.limits = limits
+        self.write = write
+        self.drop = drop
+        self.on_read = on_read
+        self.stderr = stderr
+        self.counts = LoopCounts()
+        self.progress = Progress(stderr, label, every=1000) if stderr is not None else None
+        self._dropped = 0
+
+    def run(self, paths: Iterable[str], forced_format: str | None = None) -> LoopCounts:
+        for path in paths:
+            self._count("detect.in")
+            for unit in detect_units(path, forced_format, self.limits):
+                self._count_outcome("detect", unit)
+                if isinstance(unit, Drop):
+                    self._drop(unit)
+                    continue
+                self._count("open.in")
+                for item in open_unit(unit, self.limits):
+                    self._count_outcome("open", item)
+                    if isinstance(item, Drop):
+                        self._drop(item)
+                    else:
+                        self._curate(item)
+        return self.counts
+
+    def _count_outcome(self, stage: str, item: object) -> None:
+        self._count(f"{stage}.{item.kind if isinstance(item, Drop) else 'kept'}")
+
+    def _curate(self, bundle: Bundle) -> None:
+        job = self.counts.job(job_of(bundle))
+        job["read"] += 1
+        if self.on_read is not None:
+            self.on_read(bundle)
+        result = run_stages(bundle, self.stages, self._count)
+        if isinstance(result, Drop):
+            self._drop(result)
+        else:
+            self.write(result)
+            job.update(written_counts(result))
+        if self.progress is not None:
+            self.progress.update(self.counts.stages["open.kept"])
+
+    def _count(self, name: str) -> None:
+        self.counts.stages[name] += 1
+
+    def _drop(self, item: Drop) -> None:
+        record = item.record
+        self.counts.job(job_of(record))[f"{item.kind}.{record['stage']}"] += 1
+        self._dropped += 1
+        if self.stderr is not None and self._dropped <= STDERR_DROP_LIMIT:
+            what = record["error"] if item.kind == DEAD_LETTER else record["reason"]
+            label = f"{record['source']} [{record['instance_id']}]"
+            print(f"{label}: {record['stage']}: {what}", file=self.stderr)
+        self.drop(item)

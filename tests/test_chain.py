@@ -1,0 +1,190 @@
+"""The curation chain: one definition, one routing, the same counts from every driver."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from pipelines.cli import build_parser, main
+from pipelines.convert_command import convert
+from pipelines.score_command import ScoreOptions, score_files
+from transforms.chain import (
+    DEAD_LETTER,
+    REJECTED,
+    ChainSettings,
+    Drop,
+    Stage,
+    accounting,
+    run_stages,
+    stage_names,
+)
+from transforms.cleaning import MAX_DEPTH, TooDeep, clean_record, clean_text
+
+JOB = "2026-06-16__12-00-00"
+
+
+def _bundle(**extra: Any) -> dict[str, Any]:
+    return {"instance_id": "t1", "job": "j", "source": "/x/t1", "format": "harbor", **extra}
+
+
+def test_a_check_rejects_with_its_stage_and_reason_and_stops_the_chain() -> None:
+    seen: list[str] = []
+    stages = [
+        Stage("first", check=lambda b: None),
+        Stage("second", check=lambda b: "too short"),
+        Stage("third", transform=lambda b: seen.append("third") or b),
+    ]
+    counts: Counter[str] = Counter()
+    result = run_stages(_bundle(), stages, lambda name: counts.update([name]))
+    assert isinstance(result, Drop) and result.kind == REJECTED
+    assert result.record["stage"] == "second" and result.record["reason"] == "too short"
+    assert result.record["job"] == "j" and result.record["instance_id"] == "t1"
+    assert seen == []
+    assert counts == Counter({"first.in": 1, "first.kept": 1, "second.in": 1, "second.rejected": 1})
+
+
+def test_an_exception_dead_letters_the_bundle_under_its_job() -> None:
+    def explode(bundle: dict[str, Any]) -> dict[str, Any]:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    result = run_stages(_bundle(), [Stage("score", transform=explode)], lambda name: None)
+    assert isinstance(result, Drop) and result.kind == DEAD_LETTER
+    assert result.record["job"] == "j" and result.record["stage"] == "score"
+    assert result.record["error"] == "RecursionError: maximum recursion depth exceeded"
+    assert "explode" in result.record["traceback"]
+
+
+def test_a_stage_is_a_check_or_a_transform() -> None:
+    with pytest.raises(ValueError, match="give a check or a transform"):
+        Stage("both", check=lambda b: None, transform=lambda b: b)
+
+
+@pytest.mark.parametrize(
+    ("redact", "names"),
+    [
+        ("mask", ["read", "gate", "validate", "redact", "score", "clean", "filter"]),
+        ("drop", ["read", "gate", "validate", "redact", "score", "clean", "filter"]),
+        ("off", ["read", "gate", "validate", "score", "clean", "filter"]),
+    ],
+)
+def test_stage_order(redact: str, names: list[str]) -> None:
+    assert stage_names(ChainSettings(redact=redact)) == names
+
+
+def test_accounting_counts_inputs_lost_before_they_became_bundles() -> None:
+    counts = {
+        "read": 5,
+        "written": 3,
+        "rejected.gate": 2,
+        "rejected.detect": 1,
+        "dead_letter.open": 1,
+    }
+    assert accounting(counts) == {
+        "in": 7,
+        "written": 3,
+        "rejected": 3,
+        "dead_lettered": 1,
+        "balanced": True,
+    }
+
+
+def test_control_characters_and_escape_sequences_are_removed_and_counted() -> None:
+    assert clean_text("ok\x00 \x1b[31mred\x1b[0m\tend\r\n\x7f") == ("ok red\tend\r\n", 11)
+    record = {"messages": [{"role": "user", "content": "a\x00b"}], "meta": {"k\x01": "v"}}
+    assert clean_record(record) == 2
+    assert record == {"messages": [{"role": "user", "content": "ab"}], "meta": {"k": "v"}}
+
+
+def test_a_clean_record_is_left_as_it_is() -> None:
+    record = {"messages": [{"role": "user", "content": "plain — ünïcode ✓ \t\n"}]}
+    before = orjson.dumps(record)
+    assert clean_record(record) == 0
+    assert orjson.dumps(record) == before
+
+
+def test_a_too_deep_value_names_where_it_is() -> None:
+    deep: Any = "x"
+    for _ in range(MAX_DEPTH + 5):
+        deep = [deep]
+    record = {"meta_info": {"unique_info": {"_instance_metadata": {"task_name": deep}}}}
+    with pytest.raises(TooDeep, match="at /meta_info/unique_info/_instance_metadata/task_name"):
+        clean_record(record)
+
+
+# --- every driver, the same counts -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def job_with_bad_trials(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The composed job plus an empty trial folder and one with a truncated result.json."""
+    root = tmp_path_factory.mktemp("jobs")
+    job = root / JOB
+    shutil.copytree(shared_dir / "data" / "composed" / "jobs" / JOB, job, symlinks=True)
+    (job / "empty-trial__aaaaaaa").mkdir()
+    truncated = job / "truncated__bbbbbbb"
+    truncated.mkdir()
+    (truncated / "agent").mkdir()
+    (truncated / "result.json").write_bytes(b'{"trial_name": "truncated__bbbbbbb", "verif')
+    return root
+
+
+def _run_counts(inputs: Path, out: Path, *extra: str) -> dict[str, dict[str, int]]:
+    argv = ["run", "--no-progress", "--input", str(inputs), "--output", str(out), *extra]
+    assert main(argv) == 0
+    manifest = orjson.loads((out / "manifest.json").read_bytes())
+    return {
+        job: orjson.loads((out / folder / "manifest.json").read_bytes())["counts"]
+        for job, folder in manifest["job_folders"].items()
+    }
+
+
+def _nonzero(counts: dict[str, Any]) -> dict[str, int]:
+    return {k: v for k, v in counts.items() if v}
+
+
+def test_convert_counts_what_run_counts(job_with_bad_trials: Path, tmp_path: Path) -> None:
+    ran = _run_counts(job_with_bad_trials, tmp_path / "run", "--instance-status", "all")
+    args = build_parser(["convert"]).parse_args(
+        ["convert", str(job_with_bad_trials), "-o", str(tmp_path / "c.jsonl")]
+    )
+    converted = convert(args, io.StringIO()).counts
+    assert {job: _nonzero(c) for job, c in converted.jobs.items()} == {
+        job: _nonzero(c) for job, c in ran.items()
+    }
+    assert ran[JOB]["rejected.read"] >= 2  # the empty and the truncated trial folders
+    assert converted.accounting()["balanced"]
+
+
+def test_score_counts_what_run_counts(cases_lines: list[bytes], tmp_path: Path) -> None:
+    source = tmp_path / "records.jsonl"
+    source.write_bytes(b"\n".join([*cases_lines[:40], b"{not json", b"[]"]) + b"\n")
+    ran = _run_counts(source, tmp_path / "run", "--instance-status", "all")
+    stats = score_files(ScoreOptions((source,), tmp_path / "s.jsonl"), io.StringIO())
+    assert stats.balanced
+    assert stats.rejected == ran["standalone"]["rejected.read"] == 2
+    assert (
+        stats.records == ran["standalone"]["records.main"] + ran["standalone"]["records.subagent"]
+    )
+
+
+def test_reasons_and_errors_are_masked_like_the_data() -> None:
+    secret = "sk-proj-" + "Qw3eRt5yUi8oPa1sDf4gHj7kLz0xCv2bNm6"
+
+    def quote(bundle: dict[str, Any]) -> str:
+        return f"verifier/reward.txt is not a number: {secret!r}"
+
+    def crash(bundle: dict[str, Any]) -> dict[str, Any]:
+        raise ValueError(f"bad value {secret}")
+
+    rejected = run_stages(_bundle(), [Stage("gate", check=quote)], lambda name: None)
+    dead = run_stages(_bundle(), [Stage("score", transform=crash)], lambda name: None)
+    assert isinstance(rejected, Drop) and isinstance(dead, Drop)
+    assert secret not in orjson.dumps(rejected.record).decode()
+    assert secret not in orjson.dumps(dead.record).decode()
+    assert "[REDACTED:openai_api_key]" in rejected.record["reason"]

@@ -1,0 +1,196 @@
+"""The curation chain, defined once: stages, routing and counting (no Beam).
+
+A stage is a name plus one function over a bundle: a *check* returns a reason to reject the
+bundle (or None to keep it), a *transform* returns the bundle to go on with. `run_stages`
+routes every bundle the same way whoever drives it — the Beam DoFn in `transforms/stages.py`
+or the plain loop of `convert` and `score`: kept, rejected (stage + reason) or dead-lettered
+(stage + exception). Counters are named `<stage>.in`, `<stage>.kept`, `<stage>.rejected` and
+`<stage>.dead_letter`; per job, drops count as `rejected.<stage>` / `dead_letter.<stage>`.
+
+The order: read → gate → validate → [redact] → score → clean → [LLM judges] → filter.
+Secrets go before anything else sees the text; TQS V2 scores the text as the agent saw it
+(terminal escapes included, as the reference scorer does), and only then is it cleaned for
+the judges and for training. Reading (discover + open) and the judges sit outside
+`run_stages`: they turn one element into many (or batch them), but they route their drops
+through the same records.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from transforms import bundle_steps as steps
+from transforms.redact import mask_secrets_in_text
+
+REJECTED = "rejected"
+DEAD_LETTER = "dead_letter"
+STANDALONE_JOB = "standalone"
+DETECT = "detect"  # the stage of inputs refused before reading: no reader fits
+OPEN = "open"  # the stage of read units a reader refused or crashed on
+TRACEBACK_LINES = 6
+
+Bundle = dict[str, Any]
+Check = Callable[[Bundle], str | None]
+Transform = Callable[[Bundle], Bundle]
+Count = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the chain: exactly one of `check` and `transform` is set."""
+
+    name: str
+    check: Check | None = None
+    transform: Transform | None = None
+
+    def __post_init__(self) -> None:
+        if (self.check is None) == (self.transform is None):
+            raise ValueError(f"stage {self.name!r}: give a check or a transform")
+
+
+def job_of(item: Mapping[str, Any]) -> str:
+    """The job a bundle (or a read unit, or a drop) belongs to; `standalone` for files
+    outside Harbor (a Harbor job's name is kept as it is, even empty)."""
+    job = item.get("job")
+    return job if isinstance(job, str) else STANDALONE_JOB
+
+
+# Reasons and errors may quote what they choke on (a reward file's text, a value): they are
+# written out, so they are masked like the data.
+def reject_record(stage: str, bundle: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    return {
+        "job": job_of(bundle),
+        "stage": stage,
+        "instance_id": bundle.get("instance_id"),
+        "source": bundle.get("source"),
+        "format": bundle.get("format"),
+        "records": len(bundle.get("records") or []),
+        "reason": mask_secrets_in_text(reason),
+    }
+
+
+def dead_letter_record(stage: str, where: Mapping[str, Any], exc: BaseException) -> dict[str, Any]:
+    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    return {
+        "job": job_of(where),
+        "stage": stage,
+        "instance_id": where.get("instance_id"),
+        "source": where.get("source"),
+        "format": where.get("format"),
+        "error": mask_secrets_in_text(f"{type(exc).__name__}: {_short(exc)}"),
+        "traceback": mask_secrets_in_text("".join(lines[-TRACEBACK_LINES:])),
+    }
+
+
+def _short(exc: BaseException, limit: int = 500) -> str:
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A bundle that left the chain: `kind` is REJECTED or DEAD_LETTER."""
+
+    kind: str
+    record: dict[str, Any]
+
+
+def run_stages(bundle: Bundle, stages: Iterable[Stage], count: Count) -> Bundle | Drop:
+    """Run `bundle` through `stages`; the bundle that comes out, or why it did not."""
+    for stage in stages:
+        count(f"{stage.name}.in")
+        try:
+            if stage.check is not None:
+                reason = stage.check(bundle)
+                if reason is not None:
+                    count(f"{stage.name}.rejected")
+                    return Drop(REJECTED, reject_record(stage.name, bundle, reason))
+            else:
+                assert stage.transform is not None
+                bundle = stage.transform(bundle)
+        except Exception as exc:  # one bad bundle must never stop a run
+            count(f"{stage.name}.dead_letter")
+            return Drop(DEAD_LETTER, dead_letter_record(stage.name, bundle, exc))
+        count(f"{stage.name}.kept")
+    return bundle
+
+
+@dataclass(frozen=True)
+class ChainSettings:
+    """What the stages of one run need (picklable: plain values)."""
+
+    instance_status: str = "resolved"
+    reward_key: str = "reward"
+    reward_threshold: float = 1.0
+    redact: str = "mask"
+    scaffold: str | None = None
+    min_score: float | None = None
+    score_key: str = "composite_score"
+
+
+def stages_before_judge(settings: ChainSettings) -> list[Stage]:
+    """read → gate → validate → [redact] → score → clean."""
+    gate = steps.GateSettings(
+        settings.instance_status, settings.reward_key, settings.reward_threshold
+    )
+    stages = [
+        Stage("read", check=steps.read_problem),
+        Stage("gate", check=partial(steps.gate_problem, settings=gate)),
+        Stage("validate", check=steps.validation_problem),
+    ]
+    if settings.redact == "mask":
+        stages.append(Stage("redact", transform=steps.mask_secrets))
+    elif settings.redact == "drop":
+        stages.append(Stage("redact", check=steps.secrets_problem))
+    stages.append(Stage("score", transform=partial(steps.score_bundle, scaffold=settings.scaffold)))
+    stages.append(Stage("clean", transform=steps.clean_bundle))
+    return stages
+
+
+def stages_after_judge(settings: ChainSettings) -> list[Stage]:
+    """filter (the bundled score filter reads TQS V2 and LLM judge scores alike)."""
+    score_filter = steps.FilterSettings(settings.min_score, settings.score_key)
+    return [Stage("filter", check=partial(steps.score_filter_problem, settings=score_filter))]
+
+
+def stage_names(settings: ChainSettings) -> list[str]:
+    return [s.name for s in (*stages_before_judge(settings), *stages_after_judge(settings))]
+
+
+def written_counts(bundle: Mapping[str, Any]) -> dict[str, int]:
+    """What one written bundle adds to its job's counts (with what its stages tallied)."""
+    records = bundle["records"]
+    main = sum(
+        1 for r in records if r["meta_info"]["unique_info"].get("_agent_type", "main") == "main"
+    )
+    counts = {"written": 1, "records.main": main, "records.subagent": len(records) - main}
+    counts.update(bundle.get(steps.TALLIES) or {})
+    return counts
+
+
+def accounting(counts: Mapping[str, int]) -> dict[str, Any]:
+    """in = written + rejected + dead-lettered, from a job's (or a run's) counts.
+
+    What comes in is every bundle opened (`read`) plus every input refused or lost before it
+    became a bundle (rejected or dead-lettered at `detect` or `open`).
+    """
+    before_bundles = sum(
+        counts.get(f"{kind}.{stage}", 0)
+        for kind in (REJECTED, DEAD_LETTER)
+        for stage in (DETECT, OPEN)
+    )
+    rejected = sum(v for k, v in counts.items() if k.startswith(f"{REJECTED}."))
+    dead = sum(v for k, v in counts.items() if k.startswith(f"{DEAD_LETTER}."))
+    seen = counts.get("read", 0) + before_bundles
+    written = counts.get("written", 0)
+    return {
+        "in": seen,
+        "written": written,
+        "rejected": rejected,
+        "dead_lettered": dead,
+        "balanced": seen == written + rejected + dead,
+    }

@@ -1,0 +1,58 @@
+"""The two steps before the chain, shared by every driver: detect inputs, open read units.
+
+Both turn one element into many, so they sit outside `run_stages`, but they route what they
+cannot use the same way: a refused input is a reject (stage `detect` or `open`, with the
+reason), a crash a dead letter; every drop carries the job of the trial it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from transforms.chain import (
+    DEAD_LETTER,
+    DETECT,
+    OPEN,
+    REJECTED,
+    Bundle,
+    Drop,
+    dead_letter_record,
+    reject_record,
+)
+from transforms.readers.bundle import ReaderError
+from transforms.readers.confined import ReadLimits
+from transforms.readers.discover import ReadUnit, discover_trials
+from transforms.readers.registry import reader_for
+
+__all__ = ["DETECT", "OPEN", "detect_units", "open_unit"]
+
+
+def detect_units(
+    path: str, forced_format: str | None, limits: ReadLimits
+) -> Iterator[ReadUnit | Drop]:
+    """The read units under one input path (Harbor jobs split into trials), or drops."""
+    try:
+        for unit in discover_trials([Path(path)], forced_format, limits):
+            if unit.format is not None:
+                yield unit
+                continue
+            where = {"job": unit.job, "source": str(unit.path)}
+            yield Drop(REJECTED, reject_record(DETECT, where, unit.refusal or "unsupported"))
+    except Exception as exc:  # discovery must not lose the other inputs
+        yield Drop(DEAD_LETTER, dead_letter_record(DETECT, {"source": path}, exc))
+
+
+def open_unit(unit: ReadUnit, limits: ReadLimits) -> Iterator[Bundle | Drop]:
+    """The bundles of one read unit; a refused unit is a reject, a reader crash a dead letter."""
+    assert unit.format is not None
+    where = {"job": unit.job, "source": str(unit.path), "format": unit.format}
+    try:
+        for bundle in reader_for(unit.format)(unit.path, limits):
+            if unit.job and not bundle.get("job"):
+                bundle["job"] = unit.job
+            yield dict(bundle)
+    except ReaderError as exc:
+        yield Drop(REJECTED, reject_record(OPEN, where, str(exc)))
+    except Exception as exc:  # a reader bug costs this unit, not the run
+        yield Drop(DEAD_LETTER, dead_letter_record(OPEN, where, exc))
