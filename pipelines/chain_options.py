@@ -141,6 +141,18 @@ CHAIN_OPTIONS: dict[str, Option] = {
 }
 
 
+# The options every command that runs the chain takes (besides its own: --format, --scaffold).
+CURATION_OPTIONS = (
+    "instance_status",
+    "reward_key",
+    "reward_threshold",
+    "min_score",
+    "score_key",
+    "redact",
+    "max_file_mb",
+)
+
+
 def add_chain_arguments(
     parser: argparse.ArgumentParser,
     names: Iterable[str],

@@ -12,11 +12,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from transforms.readers.confined import ReadLimits
-from transforms.redact import mask_url_credentials
-
 from pipelines.chain_options import (
     CHAIN_OPTIONS,
+    CURATION_OPTIONS,
     ConfigError,
     add_chain_arguments,
     chain_settings,
@@ -25,6 +23,8 @@ from pipelines.chain_options import (
 )
 from scorers.tqs_v2 import SCORE_KEYS
 from transforms.chain import ChainSettings
+from transforms.readers.confined import ReadLimits
+from transforms.redact import mask_url_credentials
 
 if TYPE_CHECKING:
     from transforms.llm.judging import JudgeSettings
@@ -32,16 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["ConfigError", "RunConfig", "add_run_arguments", "config_from_args", "load_yaml"]
 
 JUDGE_KINDS = ("fixed", "dynamic", "both")
-RUN_CHAIN_OPTIONS = (
-    "instance_status",
-    "reward_key",
-    "reward_threshold",
-    "min_score",
-    "score_key",
-    "redact",
-    "max_file_mb",
-    "input_format",
-)
+RUN_CHAIN_OPTIONS = (*CURATION_OPTIONS, "input_format")
 
 
 @dataclass(frozen=True)

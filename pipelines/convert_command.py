@@ -18,7 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from pipelines.chain_options import add_chain_arguments, chain_settings, read_limits
+from pipelines.chain_options import (
+    CURATION_OPTIONS,
+    add_chain_arguments,
+    chain_settings,
+    read_limits,
+)
 from pipelines.curate_loop import CurationLoop, LoopCounts
 from pipelines.outputs import (
     CommandError,
@@ -32,16 +37,7 @@ from transforms.jsonl import JsonlWriter
 from transforms.reward_gate import outcome
 
 PROG = "trajcurate convert"
-CONVERT_OPTIONS = (
-    "input_format",
-    "instance_status",
-    "reward_key",
-    "reward_threshold",
-    "min_score",
-    "score_key",
-    "redact",
-    "max_file_mb",
-)
+CONVERT_OPTIONS = ("input_format", *CURATION_OPTIONS)
 
 
 @dataclass

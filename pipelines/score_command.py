@@ -24,9 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from transforms.readers.confined import ReadLimits
-
-from pipelines.chain_options import add_chain_arguments, chain_settings, read_limits
+from pipelines.chain_options import (
+    CURATION_OPTIONS,
+    add_chain_arguments,
+    chain_settings,
+    read_limits,
+)
 from pipelines.curate_loop import CurationLoop
 from pipelines.outputs import (
     CommandError,
@@ -39,21 +42,13 @@ from pipelines.score_summary import ScoreStats
 from scorers.im import agent_type
 from transforms.chain import REJECTED, Bundle, ChainSettings, Drop
 from transforms.jsonl import JsonlWriter
+from transforms.readers.confined import ReadLimits
 
 __all__ = ["CommandError", "ScoreOptions", "add_parser", "rejects_path", "run", "score_files"]
 
 PROG = "trajcurate score"
 GC_THRESHOLD = 100_000  # allocations between cycle collections while scoring
-SCORE_OPTIONS = (
-    "scaffold",
-    "instance_status",
-    "reward_key",
-    "reward_threshold",
-    "min_score",
-    "score_key",
-    "redact",
-    "max_file_mb",
-)
+SCORE_OPTIONS = ("scaffold", *CURATION_OPTIONS)
 
 
 @dataclass(frozen=True)

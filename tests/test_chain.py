@@ -188,3 +188,17 @@ def test_reasons_and_errors_are_masked_like_the_data() -> None:
     assert secret not in orjson.dumps(rejected.record).decode()
     assert secret not in orjson.dumps(dead.record).decode()
     assert "[REDACTED:openai_api_key]" in rejected.record["reason"]
+
+
+def test_control_characters_are_removed_from_written_data_and_counted(
+    cases_lines: list[bytes], tmp_path: Path
+) -> None:
+    source = tmp_path / "records.jsonl"
+    source.write_bytes(b"\n".join(cases_lines) + b"\n")
+    out = tmp_path / "run"
+    counts = _run_counts(source, out, "--instance-status", "all")["standalone"]
+    assert counts["cleaned.control_chars"] > 0  # five reference records hold ANSI colours
+    written = (out / "standalone" / "im.jsonl").read_bytes()
+    assert b"\\u001b" not in written and b"\\u0000" not in written
+    stats = orjson.loads((out / "standalone" / "lf.stats.json").read_bytes())
+    assert stats["control_chars_removed"] == counts["cleaned.control_chars"]

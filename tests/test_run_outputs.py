@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+from test_output_folder import _in_tmpfs, mount_way  # noqa: F401  (a fixture)
 
 from pipelines.cli import main
 from pipelines.output_folder import OutputLock, verify_outputs
@@ -148,3 +149,31 @@ def test_judge_error_texts_are_masked_before_they_reach_the_data() -> None:
     assert "s3cr3t-pass" not in outputs["llm_error"]
     assert "https://***@h.test/v1/x" in outputs["llm_error"]
     assert "Ab3dEf6hIj9kLm2nOp5q" not in outputs["llm_checklist_error"]
+
+
+def test_real_read_only_and_full_folders_fail_in_one_line_and_leave_nothing(
+    tmp_path: Path, mount_way: list[str]  # noqa: F811
+) -> None:
+    """A real tmpfs: so small that the 1 MiB probe fits but the outputs (~3 MiB) do not (the
+    disk fills mid-run), then read-only."""
+    jobs = tmp_path / "jobs"
+    assert main(["synth", "--out", str(jobs), "--jobs", "1", "--trials", "200", "--seed", "3"]) == 0
+    run_into = (
+        f'"$PY" -m pipelines.cli run --no-progress --instance-status all --input "{jobs}" --output'
+    )
+    lines = _in_tmpfs(
+        mount_way,
+        tmp_path / "mnt",
+        "1500k",
+        f'set +e; {run_into} "$P/full" 2>&1; echo "rc=$?"; find "$P/full" | sort; '
+        f'mount -o remount,ro "$P"; {run_into} "$P/ro" 2>&1; echo "rc=$?"',
+    )
+    point = tmp_path / "mnt"
+    assert lines == [
+        "trajcurate run: error: the run failed, nothing was published: "
+        "OSError: [Errno 28] No space left on device",
+        "rc=2",
+        f"{point}/full",
+        f"trajcurate run: error: output {point}/ro is read-only",
+        "rc=2",
+    ]

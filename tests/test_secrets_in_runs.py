@@ -69,8 +69,10 @@ def test_masked_everywhere_and_counted(
     manifest = orjson.loads((out / JOB / "manifest.json").read_bytes())
     assert manifest["accounting"]["written"] == len(PLACES)
     counts = manifest["counts"]
+    stats = orjson.loads((out / JOB / "lf.stats.json").read_bytes())
     for kind in CASES:
         assert counts.get(f"redacted.{kind}", 0) >= len(PLACES), kind
+        assert stats["redacted"][kind] == counts[f"redacted.{kind}"], kind
     records = [orjson.loads(line) for line in (out / JOB / "im.jsonl").read_bytes().splitlines()]
     assert all("[REDACTED:" in orjson.dumps(r).decode() for r in records)
     for record in records:

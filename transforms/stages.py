@@ -47,9 +47,6 @@ class _Counting(beam.DoFn):
             counter = self._counters[name] = Metrics.counter(NAMESPACE, name)
         counter.inc()
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_counters": {}}
-
 
 def _route(item: Any) -> Any:
     return TaggedOutput(item.kind, item.record) if isinstance(item, Drop) else item

@@ -7,6 +7,7 @@ from typing import Any
 
 import apache_beam as beam
 
+from transforms.bundle_steps import TALLIES
 from transforms.sinks.lf_render import load_tokenizer
 from transforms.sinks.stats import ESTIMATE_METHOD, Stats, Tokenizer, token_count, tokenizer_method
 
@@ -41,7 +42,7 @@ class StatsCombineFn(beam.CombineFn):
             scaffold = (score or {}).get("scaffold") or main_scaffold
             tokens = token_count(record, self._tokenizer)
             stats.add(record, score, calls, errors, scaffold, tokens)
-        return stats
+        return stats.add_tallies(bundle.get(TALLIES) or {})
 
     def merge_accumulators(self, accumulators: Iterable[Stats]) -> Stats:
         merged: Stats | None = None

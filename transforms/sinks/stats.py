@@ -95,6 +95,12 @@ class Stats:
         self.by_scaffold: dict[str, dict[str, int]] = {}
         self.by_agent: dict[str, dict[str, int]] = {}
         self.by_model: dict[str, dict[str, int]] = {}
+        self.tallies: dict[str, int] = {}  # what the chain masked or removed (`redacted.*`, ...)
+
+    def add_tallies(self, tallies: Mapping[str, int]) -> Stats:
+        """Count what the chain's stages redacted or cleaned in one written bundle."""
+        _add_counts(self.tallies, tallies)
+        return self
 
     def add(
         self,
@@ -151,6 +157,7 @@ class Stats:
         for key, bins in other.histogram.items():
             self.histogram[key] = [a + b for a, b in zip(self.histogram[key], bins, strict=True)]
         _add_counts(self.tool_calls, other.tool_calls)
+        _add_counts(self.tallies, other.tallies)
         for table, theirs in (
             (self.by_scaffold, other.by_scaffold),
             (self.by_agent, other.by_agent),
@@ -186,6 +193,12 @@ class Stats:
                 "method": self.token_method,
                 "estimated": self.token_method == ESTIMATE_METHOD,
             },
+            "redacted": {
+                name.removeprefix("redacted."): n
+                for name, n in sorted(self.tallies.items())
+                if name.startswith("redacted.")
+            },
+            "control_chars_removed": self.tallies.get("cleaned.control_chars", 0),
         }
 
 
