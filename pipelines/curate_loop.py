@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from transforms.readers.confined import ReadLimits
-
 from transforms.chain import (
     DEAD_LETTER,
     Bundle,
@@ -30,6 +28,7 @@ from transforms.chain import (
 )
 from transforms.intake import detect_units, open_unit
 from transforms.progress import Progress
+from transforms.readers.confined import ReadLimits
 
 STDERR_DROP_LIMIT = 50  # drops echoed on stderr; the rest only go to the files
 
