@@ -119,12 +119,15 @@ class RunConfig:
         return read_limits(asdict(self))
 
     def public(self) -> dict[str, Any]:
-        """The options as written to the manifest (credentials in URLs masked)."""
-        values = asdict(self)
-        values["inputs"] = list(self.inputs)
-        values["beam_args"] = [mask_url_credentials(arg) for arg in self.beam_args]
-        if self.llm_base_url:
-            values["llm_base_url"] = mask_url_credentials(self.llm_base_url)
+        """The options as written to the manifest: any URL's credentials masked, whichever
+        option it came in (`--llm-base-url`, `--input`, `--llm-cache`, a Beam argument)."""
+        values: dict[str, Any] = {}
+        for name, value in asdict(self).items():
+            if isinstance(value, str):
+                value = mask_url_credentials(value)
+            elif isinstance(value, tuple):
+                value = [mask_url_credentials(v) if isinstance(v, str) else v for v in value]
+            values[name] = value
         return values
 
 

@@ -136,6 +136,20 @@ def test_credentials_in_option_urls_are_masked_in_manifests(jobs: Path, tmp_path
     assert manifest(out)["options"]["llm_base_url"] == "https://***@llm.example.test/v1"
 
 
+def test_every_option_value_has_its_url_credentials_masked() -> None:
+    from pipelines.config import RunConfig
+
+    config = RunConfig(
+        inputs=("gs://bucket/jobs",),
+        output="s3://k:hunter2@bucket/out",
+        llm_cache="https://u:pw-9x@cache.test/c",
+        beam_args=("--temp_location=gs://u:tok3n@b/tmp",),
+    )
+    public = orjson.dumps(config.public()).decode()
+    for secret in ("hunter2", "pw-9x", "tok3n"):
+        assert secret not in public
+
+
 def test_judge_error_texts_are_masked_before_they_reach_the_data() -> None:
     from transforms.judge_stage import _masked_errors
 
