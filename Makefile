@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := out/demo
 
-.PHONY: venv demo test lint bench bench-convert bench-pipeline clean
+.PHONY: venv demo test lint bench bench-convert bench-pipeline bench-redact clean
 
 venv: $(STAMP)
 
@@ -43,6 +43,9 @@ bench: venv
 
 bench-convert: venv
 	$(BIN)/python benchmarks/bench_convert.py --job $(SHARED)/data/composed/jobs/2026-06-16__12-00-00
+
+bench-redact: venv
+	$(BIN)/python benchmarks/bench_redact.py --pipeline --trials 1000 --cases $(SHARED)/data/reference-scored/cases.jsonl
 
 bench-pipeline: venv
 	$(BIN)/python benchmarks/bench_pipeline.py --sizes 1000 10000

@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipelines.cli import build_parser, main
 from pipelines.convert_command import convert
@@ -202,3 +204,11 @@ def test_control_characters_are_removed_from_written_data_and_counted(
     assert b"\\u001b" not in written and b"\\u0000" not in written
     stats = orjson.loads((out / "standalone" / "lf.stats.json").read_bytes())
     assert stats["control_chars_removed"] == counts["cleaned.control_chars"]
+
+
+@given(st.text(alphabet=st.sampled_from("ab é°©\u00a0\t\n\r\x00\x01\x1b[m\x7f\x85\x9f\u2028✓\\u0")))
+def test_the_fast_check_finds_every_record_that_needs_cleaning(text: str) -> None:
+    expected = clean_text(text)
+    record = {"messages": [{"content": text}]}
+    assert clean_record(record) == expected[1]
+    assert record["messages"][0]["content"] == expected[0]

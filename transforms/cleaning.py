@@ -24,8 +24,17 @@ _UNWANTED = re.compile(
 )
 
 
-# In orjson's output: an escaped C0 control, DEL, or a C1 control's UTF-8 bytes.
-_UNWANTED_JSON = re.compile(rb"\\u00[01]|\x7f|\xc2[\x80-\x9f]")
+# orjson writes a C0 control as a `\u00XX` escape, DEL as itself and a C1 control as its
+# UTF-8 bytes (0xC2 0x80-0x9F); substring tests find these far faster than one regex.
+_C1_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")
+
+
+def _may_hold_controls(encoded: bytes) -> bool:
+    return (
+        b"\\u00" in encoded
+        or b"\x7f" in encoded
+        or (b"\xc2" in encoded and _C1_UTF8.search(encoded) is not None)
+    )
 
 
 class TooDeep(ValueError):
@@ -78,7 +87,7 @@ def clean_record(record: dict[str, Any]) -> int:
     except orjson.JSONEncodeError:
         pass
     else:
-        if _UNWANTED_JSON.search(encoded) is None:
+        if not _may_hold_controls(encoded):
             return 0
     _, removed = clean_value(record)
     return removed
