@@ -166,7 +166,8 @@ def test_judge_error_texts_are_masked_before_they_reach_the_data() -> None:
 
 
 def test_real_read_only_and_full_folders_fail_in_one_line_and_leave_nothing(
-    tmp_path: Path, mount_way: list[str]  # noqa: F811
+    tmp_path: Path,
+    mount_way: list[str],  # noqa: F811
 ) -> None:
     """A real tmpfs: so small that the 1 MiB probe fits but the outputs (~3 MiB) do not (the
     disk fills mid-run), then read-only."""
@@ -191,3 +192,28 @@ def test_real_read_only_and_full_folders_fail_in_one_line_and_leave_nothing(
         f"trajcurate run: error: output {point}/ro is read-only",
         "rc=2",
     ]
+
+
+def test_a_value_too_deep_to_write_dead_letters_its_trial_under_its_job(
+    jobs: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "jobs"
+    shutil.copytree(jobs, copy, symlinks=True)
+    result = copy / JOB / "hello-world__69aUCrP" / "result.json"
+    text = result.read_text()
+    assert '"task_name": "hello-world"' in text
+    deep = "[" * 300 + '"x"' + "]" * 300  # orjson parses it; no writer could write it
+    result.write_text(text.replace('"task_name": "hello-world"', f'"task_name": {deep}', 1))
+    out = tmp_path / "out"
+    assert run(copy, out) == 0
+    (dead,) = [orjson.loads(x) for x in (out / JOB / "dead_letter.jsonl").read_bytes().splitlines()]
+    assert (dead["job"], dead["stage"], dead["instance_id"]) == (
+        JOB,
+        "clean",
+        "hello-world__69aUCrP",
+    )
+    assert dead["error"].startswith(
+        "TooDeep: a value nested deeper than 254 levels at /meta_info/unique_info/"
+        "_instance_metadata/task_name/0/0/"
+    )
+    assert manifest(out / JOB)["accounting"]["balanced"]
