@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from scorers.im import agent_type
 from transforms import bundle_steps as steps
 from transforms.redact import mask_secrets_in_text
 
@@ -164,9 +165,7 @@ def stage_names(settings: ChainSettings) -> list[str]:
 def written_counts(bundle: Mapping[str, Any]) -> dict[str, int]:
     """What one written bundle adds to its job's counts (with what its stages tallied)."""
     records = bundle["records"]
-    main = sum(
-        1 for r in records if r["meta_info"]["unique_info"].get("_agent_type", "main") == "main"
-    )
+    main = sum(1 for record in records if agent_type(record) == "main")
     counts = {"written": 1, "records.main": main, "records.subagent": len(records) - main}
     counts.update(bundle.get(steps.TALLIES) or {})
     return counts
