@@ -48,10 +48,15 @@ class Option:
         """`value` converted to the option's type, or ConfigError saying what fits."""
         if value is None:
             return None
+        if self.kind is int and (
+            isinstance(value, bool) or (isinstance(value, float) and not value.is_integer())
+        ):
+            raise ConfigError(f"{self.flag}: not a whole number: {value!r}")
         try:
             value = self.kind(value)
         except (TypeError, ValueError):
-            raise ConfigError(f"{self.flag}: not a {self.kind.__name__}: {value!r}") from None
+            what = {int: "a whole number", float: "a number"}.get(self.kind, self.kind.__name__)
+            raise ConfigError(f"{self.flag}: not {what}: {value!r}") from None
         if self.choices is not None and value not in self.choices:
             raise ConfigError(f"{self.flag}: one of {', '.join(self.choices)}")
         if isinstance(value, float) and not math.isfinite(value):
@@ -59,8 +64,16 @@ class Option:
         if (self.low is not None and value < self.low) or (
             self.high is not None and value > self.high
         ):
-            raise ConfigError(f"{self.flag}: a number from {self.low:g} to {self.high:g}")
+            raise ConfigError(f"{self.flag}: {self.range_text()}")
         return value
+
+    def range_text(self) -> str:
+        kind = "a whole number" if self.kind is int else "a number"
+        if self.high is None:
+            return f"{kind} of at least {self.low:g}"
+        if self.low is None:
+            return f"{kind} of at most {self.high:g}"
+        return f"{kind} from {self.low:g} to {self.high:g}"
 
     def parse_flag(self, text: str) -> Any:
         """argparse's `type`: argparse itself says which choices fit."""
@@ -71,7 +84,7 @@ class Option:
         except ConfigError as exc:
             raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{self.flag}: ")) from None
 
-    def add_to(self, parser: argparse.ArgumentParser, default: Any) -> None:
+    def add_to(self, parser: argparse._ActionsContainer, default: Any) -> None:
         shown = "" if self.default is None else f" (default: {self.default})"
         parser.add_argument(
             self.flag,

@@ -14,6 +14,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Iterable, Sequence
+from typing import NoReturn
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -26,13 +27,23 @@ COMMANDS = {
 }
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """A usage error is one line on stderr (`prog: error: ...`) and exit 2; `--help` shows
+    the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser(commands: Iterable[str] = COMMANDS) -> argparse.ArgumentParser:
     """The parser with the given subcommands registered (all of them by default)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrors(
         prog="trajcurate",
         description="Turn coding-agent trajectories into SFT data.",
     )
-    subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    subcommands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=OneLineErrors
+    )
     for name in commands:
         importlib.import_module(COMMANDS[name]).add_parser(subcommands)
     return parser

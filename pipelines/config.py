@@ -16,9 +16,9 @@ from pipelines.chain_options import (
     CHAIN_OPTIONS,
     CURATION_OPTIONS,
     ConfigError,
+    Option,
     add_chain_arguments,
     chain_settings,
-    check_chain_values,
     read_limits,
 )
 from scorers.tqs_v2 import SCORE_KEYS
@@ -35,40 +35,130 @@ JUDGE_KINDS = ("fixed", "dynamic", "both")
 RUN_CHAIN_OPTIONS = (*CURATION_OPTIONS, "input_format")
 
 
+# `run`'s own options (the chain's are in chain_options.CHAIN_OPTIONS): one declaration each,
+# with type and range, for flags and YAML keys alike.
+RUN_OPTIONS: dict[str, Option] = {
+    option.name: option
+    for option in (
+        Option(
+            "num_shards",
+            int,
+            0,
+            "im/lf files per job: 0 = one im.jsonl and one lf.json",
+            low=0,
+            high=100_000,
+        ),
+        Option("tokenizer", str, None, "local tokenizer for token stats", metavar="PATH"),
+        Option(
+            "chat_template_tokenizer",
+            str,
+            None,
+            "render LF records through this local tokenizer's chat template",
+            metavar="PATH",
+        ),
+    )
+}
+LLM_OPTIONS: dict[str, Option] = {
+    option.name: option
+    for option in (
+        Option(
+            "llm_judge",
+            str,
+            None,
+            "judge with the fixed checklist, the dynamic one, or both",
+            choices=JUDGE_KINDS,
+        ),
+        Option("llm_model", str, "gpt-4o-mini", "model name at the endpoint"),
+        Option(
+            "llm_base_url",
+            str,
+            None,
+            "OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI)",
+            metavar="URL",
+        ),
+        Option("llm_concurrency", int, 4, "requests in flight per worker", low=1, high=1024),
+        Option("llm_rpm", float, None, "requests per minute for the whole job", low=0.001),
+        Option("llm_tpm", float, None, "tokens per minute for the whole job", low=1),
+        Option(
+            "llm_workers",
+            int,
+            1,
+            "workers sharing the budget (each gets rpm/tpm divided by this)",
+            low=1,
+            high=100_000,
+        ),
+        Option("llm_max_retries", int, 5, "retries per request", low=0, high=100),
+        Option("llm_timeout", float, 120.0, "seconds per request", low=0.1, high=86_400),
+        Option(
+            "llm_cache",
+            str,
+            None,
+            "answer cache (local or Beam filesystem path): never pay twice",
+            metavar="DIR",
+        ),
+        Option("llm_batch_size", int, 16, "bundles per judging batch", low=1, high=100_000),
+        Option(
+            "llm_envoy",
+            str,
+            None,
+            "Envoy rate-limit service holding one budget for all workers "
+            "(instead of --llm-rpm/--llm-tpm divided by --llm-workers)",
+            metavar="HOST:PORT",
+        ),
+        Option("llm_envoy_domain", str, "trajcurate", "its rate-limit domain"),
+        Option(
+            "llm_question_field",
+            str,
+            None,
+            "_instance_metadata / unique_info field holding the task statement",
+        ),
+        Option("llm_price_in", float, 0.0, "USD per million input tokens", low=0, high=1e6),
+        Option("llm_price_out", float, 0.0, "USD per million output tokens", low=0, high=1e6),
+    )
+}
+_VALUED = {**{n: CHAIN_OPTIONS[n] for n in RUN_CHAIN_OPTIONS}, **RUN_OPTIONS, **LLM_OPTIONS}
+
+
+
+
+def _default(name: str) -> Any:
+    return _VALUED[name].default
+
+
 @dataclass(frozen=True)
 class RunConfig:
     inputs: tuple[str, ...]
     output: str
-    instance_status: str = "resolved"
-    reward_key: str = "reward"
-    reward_threshold: float = 1.0
-    min_score: float | None = None
-    score_key: str = "composite_score"
-    num_shards: int = 0
+    instance_status: str = _default("instance_status")
+    reward_key: str = _default("reward_key")
+    reward_threshold: float = _default("reward_threshold")
+    min_score: float | None = _default("min_score")
+    score_key: str = _default("score_key")
+    num_shards: int = _default("num_shards")
     skip_unchanged: bool = False
-    input_format: str | None = None
-    redact: str = "mask"
-    max_file_mb: float = CHAIN_OPTIONS["max_file_mb"].default
-    tokenizer: str | None = None
-    chat_template_tokenizer: str | None = None
+    input_format: str | None = _default("input_format")
+    redact: str = _default("redact")
+    max_file_mb: float = _default("max_file_mb")
+    tokenizer: str | None = _default("tokenizer")
+    chat_template_tokenizer: str | None = _default("chat_template_tokenizer")
     progress: bool = True
-    llm_judge: str | None = None
-    llm_model: str = "gpt-4o-mini"
-    llm_base_url: str | None = None
-    llm_concurrency: int = 4
-    llm_rpm: float | None = None
-    llm_tpm: float | None = None
-    llm_workers: int = 1
-    llm_max_retries: int = 5
-    llm_timeout: float = 120.0
-    llm_cache: str | None = None
-    llm_batch_size: int = 16
-    llm_question_field: str | None = None
-    llm_envoy: str | None = None
-    llm_envoy_domain: str = "trajcurate"
+    llm_judge: str | None = _default("llm_judge")
+    llm_model: str = _default("llm_model")
+    llm_base_url: str | None = _default("llm_base_url")
+    llm_concurrency: int = _default("llm_concurrency")
+    llm_rpm: float | None = _default("llm_rpm")
+    llm_tpm: float | None = _default("llm_tpm")
+    llm_workers: int = _default("llm_workers")
+    llm_max_retries: int = _default("llm_max_retries")
+    llm_timeout: float = _default("llm_timeout")
+    llm_cache: str | None = _default("llm_cache")
+    llm_batch_size: int = _default("llm_batch_size")
+    llm_question_field: str | None = _default("llm_question_field")
+    llm_envoy: str | None = _default("llm_envoy")
+    llm_envoy_domain: str = _default("llm_envoy_domain")
     llm_dry_run: bool = False
-    llm_price_in: float = 0.0
-    llm_price_out: float = 0.0
+    llm_price_in: float = _default("llm_price_in")
+    llm_price_out: float = _default("llm_price_out")
     beam_args: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
@@ -76,19 +166,14 @@ class RunConfig:
             raise ConfigError("--input: give at least one path or glob")
         if not self.output:
             raise ConfigError("--output: give the output folder")
-        check_chain_values({name: getattr(self, name) for name in RUN_CHAIN_OPTIONS})
-        if self.num_shards < 0:
-            raise ConfigError("--num-shards: 0 (one file per output) or more")
+        for name, option in _VALUED.items():
+            option.check(getattr(self, name))
         numeric = self.score_key in SCORE_KEYS and self.score_key != "scaffold"
         if not numeric and not self.score_key.startswith("llm_"):
             raise ConfigError(
                 "--score-key: a numeric key of _score (e.g. composite_score) or of the LLM "
                 "judge's output (e.g. llm_composite_score, llm_checklist_csr)"
             )
-        if self.llm_judge is not None and self.llm_judge not in JUDGE_KINDS:
-            raise ConfigError(f"--llm-judge: one of {', '.join(JUDGE_KINDS)}")
-        if self.llm_concurrency < 1 or self.llm_workers < 1 or self.llm_batch_size < 1:
-            raise ConfigError("--llm-concurrency, --llm-workers, --llm-batch-size: at least 1")
 
     def judge_settings(self) -> JudgeSettings:
         """The LLM judge's settings (imported lazily: judging is optional)."""
@@ -131,29 +216,6 @@ class RunConfig:
         return values
 
 
-_FLAG_TYPES: dict[str, Any] = {
-    "llm_judge": str,
-    "llm_model": str,
-    "llm_base_url": str,
-    "llm_concurrency": int,
-    "llm_rpm": float,
-    "llm_tpm": float,
-    "llm_workers": int,
-    "llm_max_retries": int,
-    "llm_timeout": float,
-    "llm_cache": str,
-    "llm_batch_size": int,
-    "llm_question_field": str,
-    "llm_envoy": str,
-    "llm_envoy_domain": str,
-    "llm_price_in": float,
-    "llm_price_out": float,
-    "num_shards": int,
-    "tokenizer": str,
-    "chat_template_tokenizer": str,
-}
-
-
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags default to None so that a YAML value is only overridden by a flag given."""
     parser.add_argument(
@@ -171,17 +233,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="options as YAML keys (e.g. min_score: 0.6); flags win",
     )
     add_chain_arguments(parser, RUN_CHAIN_OPTIONS)
-    parser.add_argument(
-        "--num-shards",
-        type=int,
-        help="im/lf files per job: 0 = one im.jsonl and one lf.json (default)",
-    )
-    parser.add_argument("--tokenizer", metavar="PATH", help="local tokenizer for token stats")
-    parser.add_argument(
-        "--chat-template-tokenizer",
-        metavar="PATH",
-        help="render LF records through this local tokenizer's chat template",
-    )
+    for option in RUN_OPTIONS.values():
+        option.add_to(parser, None)
     parser.add_argument(
         "--skip-unchanged",
         action="store_true",
@@ -200,50 +253,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     llm = parser.add_argument_group("LLM judges (optional; main-agent records only)")
-    llm.add_argument(
-        "--llm-judge",
-        choices=JUDGE_KINDS,
-        help="judge with the fixed checklist, the dynamic one, or both",
-    )
-    llm.add_argument("--llm-model", help="model name at the endpoint (default: gpt-4o-mini)")
-    llm.add_argument(
-        "--llm-base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI)"
-    )
-    llm.add_argument("--llm-concurrency", type=int, help="requests in flight per worker (4)")
-    llm.add_argument("--llm-rpm", type=float, help="requests per minute for the whole job")
-    llm.add_argument("--llm-tpm", type=float, help="tokens per minute for the whole job")
-    llm.add_argument(
-        "--llm-workers",
-        type=int,
-        help="workers sharing the budget (each gets rpm/tpm divided by this; 1)",
-    )
-    llm.add_argument("--llm-max-retries", type=int, help="retries per request (5)")
-    llm.add_argument("--llm-timeout", type=float, help="seconds per request (120)")
-    llm.add_argument(
-        "--llm-cache",
-        metavar="DIR",
-        help="answer cache (local or Beam filesystem path): never pay twice",
-    )
-    llm.add_argument("--llm-batch-size", type=int, help="bundles per judging batch (16)")
-    llm.add_argument(
-        "--llm-envoy",
-        metavar="HOST:PORT",
-        help="Envoy rate-limit service holding one budget for all workers "
-        "(instead of --llm-rpm/--llm-tpm divided by --llm-workers)",
-    )
-    llm.add_argument("--llm-envoy-domain", help="its rate-limit domain (trajcurate)")
-    llm.add_argument(
-        "--llm-question-field",
-        help="_instance_metadata / unique_info field holding the task statement",
-    )
+    for option in LLM_OPTIONS.values():
+        option.add_to(llm, None)
     llm.add_argument(
         "--llm-dry-run",
         action="store_true",
         default=None,
         help="count the calls and tokens a run would make, and the cost; no call",
     )
-    llm.add_argument("--llm-price-in", type=float, help="USD per million input tokens")
-    llm.add_argument("--llm-price-out", type=float, help="USD per million output tokens")
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
@@ -272,19 +289,12 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> RunConfi
     values: dict[str, Any] = load_yaml(args.config) if args.config else {}
     if isinstance(values.get("inputs"), str):
         values["inputs"] = [values["inputs"]]
-    flags = ("inputs", "output", "skip_unchanged", "progress", "llm_dry_run", *_FLAG_TYPES)
-    for name in (*flags, *RUN_CHAIN_OPTIONS):
+    for name in ("inputs", "output", "skip_unchanged", "progress", "llm_dry_run", *_VALUED):
         given = getattr(args, name, None)
         if given is not None:
             values[name] = given
-    for name, kind in _FLAG_TYPES.items():
-        if values.get(name) is not None:
-            try:
-                values[name] = kind(values[name])
-            except (TypeError, ValueError):
-                raise ConfigError(f"--{name.replace('_', '-')}: not a {kind.__name__}") from None
-    for name in RUN_CHAIN_OPTIONS:
-        values[name] = CHAIN_OPTIONS[name].check(values.get(name))
+    for name, option in _VALUED.items():
+        values[name] = option.check(values.get(name))
         if values[name] is None:
             del values[name]
     values["inputs"] = tuple(str(i) for i in values.get("inputs") or ())

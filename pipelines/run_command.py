@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pipelines.beam_args import option_strings, unknown_argument_error, unknown_beam_args
 from pipelines.config import ConfigError, RunConfig, add_run_arguments, config_from_args
 from pipelines.output_folder import (
     OutputError,
@@ -36,12 +37,16 @@ def add_parser(subcommands: Any) -> None:
         ),
     )
     add_run_arguments(parser)
-    parser.set_defaults(handler=run, accepts_beam_args=True)
+    parser.set_defaults(handler=run, accepts_beam_args=True, own_options=option_strings(parser))
 
 
 def run(args: argparse.Namespace) -> int:
+    _quiet_beam_logging()  # before Beam is first imported: it logs warnings at import
     try:
-        config = config_from_args(args, list(getattr(args, "beam_args", [])))
+        beam_args = list(getattr(args, "beam_args", []))
+        if unknown := unknown_beam_args(beam_args):
+            raise ConfigError(unknown_argument_error(unknown, args.own_options))
+        config = config_from_args(args, beam_args)
         _check_inputs(config)
         _check_tokenizers(config)
         check_writable(config.output)
@@ -82,7 +87,6 @@ def _check_inputs(config: RunConfig) -> None:
 
 def execute(config: RunConfig) -> int:
     """Run the pipeline for `config`, finalize the outputs, print the summary; exit code."""
-    _quiet_beam_logging()
     from pipelines.manifest import finalize, input_signature, unchanged_since_last_run
 
     signature = input_signature(config)
