@@ -5,7 +5,10 @@ that fails, falls back, and leaves an empty temp folder behind on every run. Whe
 asks for no runner or for the DirectRunner, trajcurate goes straight to the in-process
 FnApiRunner that the DirectRunner falls back to anyway: fast, clean, no network. It still
 honours `--direct_num_workers` and `--direct_running_mode` (in_memory, multi_threading,
-multi_processing). Any other `--runner` (DataflowRunner, FlinkRunner, ...) is used as given.
+multi_processing). Any other `--runner` (DataflowRunner, FlinkRunner, PortableRunner, ...) is
+used as given: `--runner PortableRunner --job_endpoint ... --environment_type EXTERNAL` is how
+a Flink cluster runs the pipeline (tests/test_portable_runner.py runs it against Beam's job
+service and an external SDK worker pool).
 """
 
 from __future__ import annotations
