@@ -18,7 +18,7 @@ NATIVE_SOURCES := setup.py scorers/im_check.py scorers/tqs_v2/_speedups.c \
 # Reinstalls whenever pyproject.toml or a compiled source changes (the stamp is older).
 $(STAMP): pyproject.toml $(NATIVE_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,gcp,aws]'
 	touch $@
 
 # Generates a small synthetic corpus of Harbor jobs, then runs the pipeline over it.

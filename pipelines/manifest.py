@@ -27,6 +27,7 @@ from pipelines.run_pipeline import COUNTS_FILE, RESHAPES_FILE
 from scorers.tqs_v2 import SCORER_NAME, SCORER_VERSION
 from transforms.chain import accounting
 from transforms.readers.discover import expand_globs
+from transforms.readers.remote import is_remote
 from transforms.sinks import layout
 from transforms.sinks.lf import dataset_info
 from transforms.sinks.lf_render import rendered_dataset_info_entry
@@ -55,7 +56,15 @@ def input_signature(config: RunConfig) -> str:
         )
     )
     digest.update(f"{SCORER_NAME}/{SCORER_VERSION}/{_version('trajcurate')}".encode())
-    for path in sorted(_files(expand_globs(Path(p) for p in config.inputs))):
+    for given in config.inputs:
+        if is_remote(given):
+            listing = FileSystems.match([given.rstrip("/") + "/**"])[0].metadata_list
+            for m in sorted(listing, key=lambda m: m.path):
+                digest.update(
+                    f"{m.path}\0{m.size_in_bytes}\0{m.last_updated_in_seconds}\n".encode()
+                )
+    local = (Path(p) for p in config.inputs if not is_remote(p))
+    for path in sorted(_files(expand_globs(local))):
         try:
             stat = path.stat()
         except OSError:

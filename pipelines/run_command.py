@@ -23,6 +23,7 @@ from pipelines.output_folder import (
     staging_root,
 )
 from transforms.readers.discover import expand_globs
+from transforms.readers.remote import is_remote, list_prefix
 
 PROG = "trajcurate run"
 
@@ -47,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         if unknown := unknown_beam_args(beam_args):
             raise ConfigError(unknown_argument_error(unknown, args.own_options))
         config = config_from_args(args, beam_args)
+        _set_filesystem_options(config)
         _check_inputs(config)
         _check_tokenizers(config)
         check_writable(config.output)
@@ -73,16 +75,71 @@ def _check_tokenizers(config: RunConfig) -> None:
             raise ConfigError(f"{flag}: {path} is not a local tokenizer folder")
 
 
+def _set_filesystem_options(config: RunConfig) -> None:
+    """Object stores read their settings (endpoint, credentials) from the Beam options; the
+    driver lists inputs and publishes outputs before and after the pipeline runs."""
+    if any(is_remote(path) for path in (*config.inputs, config.output)):
+        from apache_beam.io.filesystems import FileSystems
+
+        from pipelines.runner import pipeline_options
+
+        FileSystems.set_options(pipeline_options(config.beam_args))
+
+
 def _check_inputs(config: RunConfig) -> None:
+    """Every input matches something; an object-store prefix is listed (unreachable store,
+    missing bucket, no credentials: one line, before any work)."""
     for given in config.inputs:
-        if "://" in given:
-            raise ConfigError(
-                f"--input: {given}: the readers take local paths only (outputs may be gs://, "
-                "s3://, ...); copy or mount the inputs where the workers can read them"
-            )
+        if is_remote(given):
+            _check_remote_input(given, config.beam_args)
+            continue
         matched = list(expand_globs([Path(given)]))
         if not any(p.exists() for p in matched):
             raise ConfigError(f"--input: {given} matches nothing")
+
+
+def _endpoint(given: str, beam_args: tuple[str, ...]) -> str | None:
+    """The store endpoint a run was pointed at (S3 `--s3_endpoint_url`, the GCS emulator's
+    `STORAGE_EMULATOR_HOST`); None for the stores' public endpoints."""
+    import os
+
+    if given.startswith("s3://"):
+        for index, arg in enumerate(beam_args):
+            if arg.startswith("--s3_endpoint_url="):
+                return arg.split("=", 1)[1]
+            if arg == "--s3_endpoint_url" and index + 1 < len(beam_args):
+                return beam_args[index + 1]
+    if given.startswith("gs://"):
+        return os.environ.get("STORAGE_EMULATOR_HOST")
+    return None
+
+
+def _check_reachable(endpoint: str, timeout: float = 5.0) -> None:
+    """Beam retries an unreachable store for minutes: a plain connect says so in seconds."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "localhost", port), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"cannot reach the object store at {endpoint}: {reason}") from None
+
+
+def _check_remote_input(given: str, beam_args: tuple[str, ...]) -> None:
+    if endpoint := _endpoint(given, beam_args):
+        _check_reachable(endpoint)
+    try:
+        listing = list_prefix(given)
+    except Exception as exc:  # the store's own error, whatever its type
+        cause = _root_cause(exc)
+        cause = cause if len(cause) <= 240 else cause[:240] + "…"
+        raise ConfigError(f"--input: cannot list {given}: {cause}") from None
+    if not listing.sizes:
+        raise ConfigError(f"--input: {given} matches nothing")
 
 
 def execute(config: RunConfig) -> int:

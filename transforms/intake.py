@@ -7,6 +7,7 @@ reason), a crash a dead letter; every drop carries the job of the trial it came 
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from transforms.readers.bundle import ReaderError
 from transforms.readers.confined import ReadLimits
 from transforms.readers.discover import ReadUnit, discover_trials
 from transforms.readers.registry import reader_for
+from transforms.readers.remote import is_remote, iter_remote_units, read_remote_trial
 
 __all__ = ["DETECT", "OPEN", "detect_units", "open_unit"]
 
@@ -33,12 +35,22 @@ def detect_units(
 ) -> Iterator[ReadUnit | Drop]:
     """The read units under one input path (Harbor jobs split into trials), or drops."""
     try:
-        for unit in discover_trials([Path(path)], forced_format, limits):
+        units = (
+            (
+                ReadUnit(Path(posixpath.basename(t.url)), "harbor", job=t.job, url=t.url)
+                for t in iter_remote_units(path, limits)
+            )
+            if is_remote(path)
+            else discover_trials([Path(path)], forced_format, limits)
+        )
+        for unit in units:
             if unit.format is not None:
                 yield unit
                 continue
-            where = {"job": unit.job, "source": str(unit.path)}
+            where = {"job": unit.job, "source": unit.url or str(unit.path)}
             yield Drop(REJECTED, reject_record(DETECT, where, unit.refusal or "unsupported"))
+    except ReaderError as exc:
+        yield Drop(REJECTED, reject_record(DETECT, {"source": path}, str(exc)))
     except Exception as exc:  # discovery must not lose the other inputs
         yield Drop(DEAD_LETTER, dead_letter_record(DETECT, {"source": path}, exc))
 
@@ -46,8 +58,11 @@ def detect_units(
 def open_unit(unit: ReadUnit, limits: ReadLimits) -> Iterator[Bundle | Drop]:
     """The bundles of one read unit; a refused unit is a reject, a reader crash a dead letter."""
     assert unit.format is not None
-    where = {"job": unit.job, "source": str(unit.path), "format": unit.format}
+    where = {"job": unit.job, "source": unit.url or str(unit.path), "format": unit.format}
     try:
+        if unit.url is not None:
+            yield dict(read_remote_trial(unit.url, unit.job, limits))
+            return
         for bundle in reader_for(unit.format)(unit.path, limits):
             if unit.job and not bundle.get("job"):
                 bundle["job"] = unit.job

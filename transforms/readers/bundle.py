@@ -54,7 +54,7 @@ def new_bundle(
 ) -> Bundle:
     """A bundle; its warnings are also put on the main record (`_instance_metadata.warnings`),
     so that what a reader skipped or could not follow travels with the data it concerns."""
-    _note_warnings(records, warnings or [])
+    note_warnings(records, warnings or [])
     return Bundle(
         instance_id=instance_id,
         job=job,
@@ -69,7 +69,7 @@ def new_bundle(
     )
 
 
-def _note_warnings(records: list[dict[str, Any]], warnings: list[str]) -> None:
+def note_warnings(records: list[dict[str, Any]], warnings: list[str]) -> None:
     if not records or not warnings:
         return
     info = records[0]["meta_info"]["unique_info"]

@@ -41,6 +41,7 @@ class ReadUnit:
     format: str | None
     refusal: str | None = None
     job: str | None = None
+    url: str | None = None  # a trial on an object store (`readers/remote.py`); `path` is its name
 
 
 _GLOB_CHARS = frozenset("*?[")
