@@ -48,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
         if unknown := unknown_beam_args(beam_args):
             raise ConfigError(unknown_argument_error(unknown, args.own_options))
         config = config_from_args(args, beam_args)
+        _check_cloud_paths(config)
+        if _dry_run_requested(config):  # translation only: no store is listed, probed, locked
+            return translate(config)
         _set_filesystem_options(config)
         _check_inputs(config)
         _check_tokenizers(config)
@@ -73,6 +76,31 @@ def _check_tokenizers(config: RunConfig) -> None:
             raise ConfigError(f"{flag} needs `transformers`: pip install 'trajcurate[tokenizer]'")
         if "://" not in path and not Path(path).is_dir():
             raise ConfigError(f"{flag}: {path} is not a local tokenizer folder")
+
+
+CLOUD_RUNNERS = ("DataflowRunner", "dataflow")
+
+
+def _check_cloud_paths(config: RunConfig) -> None:
+    """On Dataflow the workers run elsewhere: a local input or output cannot reach them."""
+    from pipelines.runner import pipeline_options
+
+    options = pipeline_options(config.beam_args).get_all_options()
+    if options.get("runner") not in CLOUD_RUNNERS:
+        return
+    for flag, path in (*(("--input", p) for p in config.inputs), ("--output", config.output)):
+        if not is_remote(path):
+            raise ConfigError(
+                f"{flag}: {path} is a local path, which Dataflow workers cannot reach; "
+                "give a gs:// path"
+            )
+    if not options.get("sdk_container_image") and not options.get("dry_run"):
+        print(
+            f"{PROG}: warning: no --sdk_container_image: Dataflow workers would start from "
+            "Beam's stock image, which lacks trajcurate (pipelines, transforms, scorers); "
+            "build deploy/dataflow/Dockerfile (deploy/README.md) and pass its image",
+            file=sys.stderr,
+        )
 
 
 def _set_filesystem_options(config: RunConfig) -> None:
@@ -142,6 +170,27 @@ def _check_remote_input(given: str, beam_args: tuple[str, ...]) -> None:
         raise ConfigError(f"--input: {given} matches nothing")
 
 
+def _dry_run_requested(config: RunConfig) -> bool:
+    from pipelines.runner import pipeline_options
+
+    return bool(pipeline_options(config.beam_args).get_all_options().get("dry_run"))
+
+
+def translate(config: RunConfig) -> int:
+    """A dry run: the job is built and translated for its runner, and nothing else happens."""
+    from pipelines.run_pipeline import build
+    from pipelines.runner import make_pipeline
+
+    pipeline = make_pipeline(config.beam_args)
+    build(pipeline, config, staging_root(config.output, new_run_id()))
+    try:
+        pipeline.run()
+    except Exception as exc:
+        raise ConfigError(f"the job could not be translated: {_root_cause(exc)}") from None
+    print(f"{PROG}: dry run: the job was translated for its runner and not submitted")
+    return 0
+
+
 def execute(config: RunConfig) -> int:
     """Run the pipeline for `config`, finalize the outputs, print the summary; exit code."""
     from pipelines.manifest import finalize, input_signature, unchanged_since_last_run
@@ -169,10 +218,6 @@ def execute(config: RunConfig) -> int:
         remove_staging(config.output)
         raise OutputError(f"the run failed, nothing was published: {_root_cause(exc)}") from None
     wall = time.monotonic() - started
-    if _is_dry_run(pipeline):
-        remove_staging(config.output)
-        print(f"{PROG}: dry run: the job was translated for its runner and not submitted")
-        return 0
     if _is_template_launch(pipeline):
         print(
             f"{PROG}: template launch: the job graph is staged for the launcher to submit; "
@@ -226,10 +271,6 @@ def _judge_line(config: RunConfig, run: dict[str, Any]) -> str:
         "tokens_out",
     )
     return "LLM judge: " + ", ".join(f"{n} {metrics.get('llm.' + n, 0)}" for n in names)
-
-
-def _is_dry_run(pipeline: Any) -> bool:
-    return bool(pipeline.options.get_all_options().get("dry_run"))
 
 
 def _is_template_launch(pipeline: Any) -> bool:

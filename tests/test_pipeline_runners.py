@@ -10,6 +10,12 @@ import pytest
 from pipelines.cli import main
 from pipelines.config import RunConfig
 
+pytest.register_assert_rewrite("object_stores")
+
+from object_stores import StoreServer, beam_store_options, create_bucket, upload_tree  # noqa: E402
+
+pytest_plugins = ["object_stores"]
+
 JOB = "2026-06-16__12-00-00"
 DATA_FILES = ("im.jsonl", "lf.json", "lf.stats.json", "rejects.jsonl", "dead_letter.jsonl")
 
@@ -57,10 +63,11 @@ def test_portable_form_builds(composed: Path, tmp_path: Path) -> None:
     or importlib.util.find_spec("google.cloud.storage") is None,
     reason="needs the optional apache-beam[gcp] extra (pip install 'trajcurate[gcp]')",
 )
-def test_dataflow_dry_run_translates_offline(
-    composed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_dataflow_dry_run_translates_a_gcs_job_offline(
+    composed: Path, gcs_store: StoreServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bucket = "gs://trajcurate-dry-run"  # never contacted: a dry run stops before staging
+    bucket = create_bucket(gcs_store, "trajcurate-dry-run")
+    upload_tree(gcs_store, composed, f"{bucket}jobs/")
     options = [
         "--runner",
         "DataflowRunner",
@@ -69,8 +76,73 @@ def test_dataflow_dry_run_translates_offline(
         "trajcurate-test",
         "--region",
         "us-central1",
-        f"--temp_location={bucket}/tmp",
-        f"--staging_location={bucket}/staging",
+        f"--temp_location={bucket}tmp",
+        f"--staging_location={bucket}staging",
     ]
-    assert run(composed, tmp_path, *options) == 0
+    argv = ["run", "--no-progress", "--input", f"{bucket}jobs", "--output", f"{bucket}out"]
+    assert main([*argv, *options, *beam_store_options("gcs")]) == 0
     assert "dry run" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("local", ["--input", "--output"])
+def test_dataflow_refuses_local_paths_in_one_line(
+    composed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], local: str
+) -> None:
+    paths = {"--input": "gs://in-bucket/jobs", "--output": "gs://out-bucket/curated"}
+    paths[local] = str(composed if local == "--input" else tmp_path / "out")
+    argv = ["run", "--input", paths["--input"], "--output", paths["--output"]]
+    assert main([*argv, "--runner", "DataflowRunner", "--project", "p"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        f"trajcurate run: error: {local}: {paths[local]} is a local path, which Dataflow "
+        "workers cannot reach; give a gs:// path"
+    )
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("apitools") is None
+    or importlib.util.find_spec("google.cloud.storage") is None,
+    reason="needs the optional apache-beam[gcp] extra (pip install 'trajcurate[gcp]')",
+)
+def test_the_deploy_readme_offline_validation_translates_a_gcs_job() -> None:
+    """deploy/README.md's command, as written: the flex-template launcher, a dry run, gs://
+    paths; nothing is contacted."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    command = [
+        sys.executable,
+        "deploy/dataflow/launcher.py",
+        "--input=gs://my-bucket/in",
+        "--output=gs://my-bucket/out",
+        "--min_score=0.6",
+        "--runner=DataflowRunner",
+        "--dry_run=True",
+        "--project=my-project",
+        "--region=us-central1",
+        "--temp_location=gs://my-bucket/tmp",
+        "--staging_location=gs://my-bucket/staging",
+    ]
+    done = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "dry run: the job was translated" in done.stdout
+
+
+def test_dataflow_without_an_sdk_image_is_warned(capsys: pytest.CaptureFixture[str]) -> None:
+    from pipelines.run_command import _check_cloud_paths
+
+    config = RunConfig(
+        inputs=("gs://b/jobs",), output="gs://b/out", beam_args=("--runner=DataflowRunner",)
+    )
+    _check_cloud_paths(config)
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("trajcurate run: warning: no --sdk_container_image:")
+    assert "lacks trajcurate" in line
+    with_image = RunConfig(
+        inputs=("gs://b/jobs",),
+        output="gs://b/out",
+        beam_args=("--runner=DataflowRunner", "--sdk_container_image=img"),
+    )
+    _check_cloud_paths(with_image)
+    assert capsys.readouterr().err == ""
