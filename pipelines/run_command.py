@@ -94,6 +94,11 @@ def _check_cloud_paths(config: RunConfig) -> None:
                 f"{flag}: {path} is a local path, which Dataflow workers cannot reach; "
                 "give a gs:// path"
             )
+    if not options.get("temp_location") and not options.get("gcp_temp_location"):
+        raise ConfigError(
+            "--temp_location: Dataflow needs a gs:// temp location (without one Beam goes "
+            "online to create a default bucket)"
+        )
     if not options.get("sdk_container_image") and not options.get("dry_run"):
         print(
             f"{PROG}: warning: no --sdk_container_image: Dataflow workers would start from "
@@ -176,12 +181,21 @@ def _dry_run_requested(config: RunConfig) -> bool:
     return bool(pipeline_options(config.beam_args).get_all_options().get("dry_run"))
 
 
+def _make_pipeline(config: RunConfig) -> Any:
+    """The pipeline for the options; Beam's option validation errors become one line."""
+    from pipelines.runner import make_pipeline
+
+    try:
+        return make_pipeline(config.beam_args)
+    except Exception as exc:
+        raise ConfigError(f"Beam refused the pipeline options: {_root_cause(exc)}") from None
+
+
 def translate(config: RunConfig) -> int:
     """A dry run: the job is built and translated for its runner, and nothing else happens."""
     from pipelines.run_pipeline import build
-    from pipelines.runner import make_pipeline
 
-    pipeline = make_pipeline(config.beam_args)
+    pipeline = _make_pipeline(config)
     build(pipeline, config, staging_root(config.output, new_run_id()))
     try:
         pipeline.run()
@@ -200,10 +214,9 @@ def execute(config: RunConfig) -> int:
         print(f"{PROG}: {why}: nothing to do")
         return 0
     from pipelines.run_pipeline import build
-    from pipelines.runner import make_pipeline
 
     started = time.monotonic()
-    pipeline = make_pipeline(config.beam_args)
+    pipeline = _make_pipeline(config)
     # A template launch only stages the graph: its job runs later, with no driver to publish.
     staging = (
         config.output

@@ -133,7 +133,9 @@ def test_dataflow_without_an_sdk_image_is_warned(capsys: pytest.CaptureFixture[s
     from pipelines.run_command import _check_cloud_paths
 
     config = RunConfig(
-        inputs=("gs://b/jobs",), output="gs://b/out", beam_args=("--runner=DataflowRunner",)
+        inputs=("gs://b/jobs",),
+        output="gs://b/out",
+        beam_args=("--runner=DataflowRunner", "--temp_location=gs://b/tmp"),
     )
     _check_cloud_paths(config)
     (line,) = capsys.readouterr().err.strip().splitlines()
@@ -142,7 +144,41 @@ def test_dataflow_without_an_sdk_image_is_warned(capsys: pytest.CaptureFixture[s
     with_image = RunConfig(
         inputs=("gs://b/jobs",),
         output="gs://b/out",
-        beam_args=("--runner=DataflowRunner", "--sdk_container_image=img"),
+        beam_args=(
+            "--runner=DataflowRunner",
+            "--temp_location=gs://b/t",
+            "--sdk_container_image=i",
+        ),
     )
     _check_cloud_paths(with_image)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("apitools") is None
+    or importlib.util.find_spec("google.cloud.storage") is None,
+    reason="needs the optional apache-beam[gcp] extra (pip install 'trajcurate[gcp]')",
+)
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            ["--project=my-project"],
+            "--temp_location: Dataflow needs a gs:// temp location (without one Beam goes "
+            "online to create a default bucket)",
+        ),
+        (
+            ["--project=BAD_Project!", "--temp_location=gs://my-bucket/tmp"],
+            "Beam refused the pipeline options: Invalid Project ID (BAD_Project!). Please make "
+            "sure you specified the Project ID, not project description.",
+        ),
+    ],
+)
+def test_dataflow_option_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], options: list[str], message: str
+) -> None:
+    argv = ["run", "--input", "gs://my-bucket/in", "--output", "gs://my-bucket/out"]
+    flags = ["--runner", "DataflowRunner", "--dry_run=True", "--region=us-central1", *options]
+    assert main([*argv, *flags]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == f"trajcurate run: error: {message}"
