@@ -9,7 +9,6 @@ import argparse
 import logging
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from pipelines.beam_args import option_strings, unknown_argument_error, unknown_beam_args
@@ -22,10 +21,14 @@ from pipelines.output_folder import (
     remove_staging,
     staging_root,
 )
-from transforms.readers.discover import expand_globs
-from transforms.readers.remote import is_remote, list_prefix
-
-PROG = "trajcurate run"
+from pipelines.run_checks import (
+    PROG,
+    check_cloud_paths,
+    check_inputs,
+    check_tokenizers,
+    root_cause,
+    set_filesystem_options,
+)
 
 
 def add_parser(subcommands: Any) -> None:
@@ -48,12 +51,12 @@ def run(args: argparse.Namespace) -> int:
         if unknown := unknown_beam_args(beam_args):
             raise ConfigError(unknown_argument_error(unknown, args.own_options))
         config = config_from_args(args, beam_args)
-        _check_cloud_paths(config)
+        check_cloud_paths(config)
         if _dry_run_requested(config):  # translation only: no store is listed, probed, locked
             return translate(config)
-        _set_filesystem_options(config)
-        _check_inputs(config)
-        _check_tokenizers(config)
+        set_filesystem_options(config)
+        check_inputs(config)
+        check_tokenizers(config)
         check_writable(config.output)
         with OutputLock(config.output):
             remove_staging(config.output)  # what a killed run left behind
@@ -61,118 +64,6 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, OutputError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-
-
-def _check_tokenizers(config: RunConfig) -> None:
-    import importlib.util
-
-    for flag, path in (
-        ("--tokenizer", config.tokenizer),
-        ("--chat-template-tokenizer", config.chat_template_tokenizer),
-    ):
-        if path is None:
-            continue
-        if importlib.util.find_spec("transformers") is None:
-            raise ConfigError(f"{flag} needs `transformers`: pip install 'trajcurate[tokenizer]'")
-        if "://" not in path and not Path(path).is_dir():
-            raise ConfigError(f"{flag}: {path} is not a local tokenizer folder")
-
-
-CLOUD_RUNNERS = ("DataflowRunner", "dataflow")
-
-
-def _check_cloud_paths(config: RunConfig) -> None:
-    """On Dataflow the workers run elsewhere: a local input or output cannot reach them."""
-    from pipelines.runner import pipeline_options
-
-    options = pipeline_options(config.beam_args).get_all_options()
-    if options.get("runner") not in CLOUD_RUNNERS:
-        return
-    for flag, path in (*(("--input", p) for p in config.inputs), ("--output", config.output)):
-        if not is_remote(path):
-            raise ConfigError(
-                f"{flag}: {path} is a local path, which Dataflow workers cannot reach; "
-                "give a gs:// path"
-            )
-    if not options.get("temp_location") and not options.get("gcp_temp_location"):
-        raise ConfigError(
-            "--temp_location: Dataflow needs a gs:// temp location (without one Beam goes "
-            "online to create a default bucket)"
-        )
-    if not options.get("sdk_container_image") and not options.get("dry_run"):
-        print(
-            f"{PROG}: warning: no --sdk_container_image: Dataflow workers would start from "
-            "Beam's stock image, which lacks trajcurate (pipelines, transforms, scorers); "
-            "build deploy/dataflow/Dockerfile (deploy/README.md) and pass its image",
-            file=sys.stderr,
-        )
-
-
-def _set_filesystem_options(config: RunConfig) -> None:
-    """Object stores read their settings (endpoint, credentials) from the Beam options; the
-    driver lists inputs and publishes outputs before and after the pipeline runs."""
-    if any(is_remote(path) for path in (*config.inputs, config.output)):
-        from apache_beam.io.filesystems import FileSystems
-
-        from pipelines.runner import pipeline_options
-
-        FileSystems.set_options(pipeline_options(config.beam_args))
-
-
-def _check_inputs(config: RunConfig) -> None:
-    """Every input matches something; an object-store prefix is listed (unreachable store,
-    missing bucket, no credentials: one line, before any work)."""
-    for given in config.inputs:
-        if is_remote(given):
-            _check_remote_input(given, config.beam_args)
-            continue
-        matched = list(expand_globs([Path(given)]))
-        if not any(p.exists() for p in matched):
-            raise ConfigError(f"--input: {given} matches nothing")
-
-
-def _endpoint(given: str, beam_args: tuple[str, ...]) -> str | None:
-    """The store endpoint a run was pointed at (S3 `--s3_endpoint_url`, the GCS emulator's
-    `STORAGE_EMULATOR_HOST`); None for the stores' public endpoints."""
-    import os
-
-    if given.startswith("s3://"):
-        for index, arg in enumerate(beam_args):
-            if arg.startswith("--s3_endpoint_url="):
-                return arg.split("=", 1)[1]
-            if arg == "--s3_endpoint_url" and index + 1 < len(beam_args):
-                return beam_args[index + 1]
-    if given.startswith("gs://"):
-        return os.environ.get("STORAGE_EMULATOR_HOST")
-    return None
-
-
-def _check_reachable(endpoint: str, timeout: float = 5.0) -> None:
-    """Beam retries an unreachable store for minutes: a plain connect says so in seconds."""
-    import socket
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        with socket.create_connection((parts.hostname or "localhost", port), timeout=timeout):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ConfigError(f"cannot reach the object store at {endpoint}: {reason}") from None
-
-
-def _check_remote_input(given: str, beam_args: tuple[str, ...]) -> None:
-    if endpoint := _endpoint(given, beam_args):
-        _check_reachable(endpoint)
-    try:
-        listing = list_prefix(given)
-    except Exception as exc:  # the store's own error, whatever its type
-        cause = _root_cause(exc)
-        cause = cause if len(cause) <= 240 else cause[:240] + "…"
-        raise ConfigError(f"--input: cannot list {given}: {cause}") from None
-    if not listing.sizes:
-        raise ConfigError(f"--input: {given} matches nothing")
 
 
 def _dry_run_requested(config: RunConfig) -> bool:
@@ -188,7 +79,7 @@ def _make_pipeline(config: RunConfig) -> Any:
     try:
         return make_pipeline(config.beam_args)
     except Exception as exc:
-        raise ConfigError(f"Beam refused the pipeline options: {_root_cause(exc)}") from None
+        raise ConfigError(f"Beam refused the pipeline options: {root_cause(exc)}") from None
 
 
 def translate(config: RunConfig) -> int:
@@ -200,7 +91,7 @@ def translate(config: RunConfig) -> int:
     try:
         pipeline.run()
     except Exception as exc:
-        raise ConfigError(f"the job could not be translated: {_root_cause(exc)}") from None
+        raise ConfigError(f"the job could not be translated: {root_cause(exc)}") from None
     print(f"{PROG}: dry run: the job was translated for its runner and not submitted")
     return 0
 
@@ -229,7 +120,7 @@ def execute(config: RunConfig) -> int:
         result.wait_until_finish()
     except Exception as exc:
         remove_staging(config.output)
-        raise OutputError(f"the run failed, nothing was published: {_root_cause(exc)}") from None
+        raise OutputError(f"the run failed, nothing was published: {root_cause(exc)}") from None
     wall = time.monotonic() - started
     if _is_template_launch(pipeline):
         print(
@@ -242,15 +133,6 @@ def execute(config: RunConfig) -> int:
     if config.llm_judge:
         print(_judge_line(config, summary["run"]))
     return 0 if summary["run"]["accounting"]["balanced"] else 1
-
-
-def _root_cause(exc: BaseException) -> str:
-    """The last line of what went wrong: Beam wraps a worker's error in its own messages."""
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    text = lines[-1] if lines else type(exc).__name__
-    return text.split(" [while running", 1)[0]
 
 
 def stage_metrics(result: Any) -> dict[str, int]:

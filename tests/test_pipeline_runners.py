@@ -130,14 +130,14 @@ def test_the_deploy_readme_offline_validation_translates_a_gcs_job() -> None:
 
 
 def test_dataflow_without_an_sdk_image_is_warned(capsys: pytest.CaptureFixture[str]) -> None:
-    from pipelines.run_command import _check_cloud_paths
+    from pipelines.run_checks import check_cloud_paths
 
     config = RunConfig(
         inputs=("gs://b/jobs",),
         output="gs://b/out",
         beam_args=("--runner=DataflowRunner", "--temp_location=gs://b/tmp"),
     )
-    _check_cloud_paths(config)
+    check_cloud_paths(config)
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("trajcurate run: warning: no --sdk_container_image:")
     assert "lacks trajcurate" in line
@@ -150,7 +150,7 @@ def test_dataflow_without_an_sdk_image_is_warned(capsys: pytest.CaptureFixture[s
             "--sdk_container_image=i",
         ),
     )
-    _check_cloud_paths(with_image)
+    check_cloud_paths(with_image)
     assert capsys.readouterr().err == ""
 
 
