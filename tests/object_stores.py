@@ -35,7 +35,7 @@ import contextlib
 import json
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -127,9 +127,16 @@ def _running(kind: Kind) -> StoreServer:
 
 
 # The variables that could send a client somewhere real: dropped while a store is in use.
-_AWS_UNSET = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ENDPOINT_URL",
-              "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-              "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+_AWS_UNSET = (
+    "AWS_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_ENDPOINT_URL",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+)
 _GCP_UNSET = ("GOOGLE_CLOUD_QUOTA_PROJECT", "API_ENDPOINT_OVERRIDE", "GCLOUD_PROJECT")
 
 
@@ -174,24 +181,38 @@ def _gcs_env(port: int, scratch: Path) -> dict[str, str]:
 # ---- servers (session) ---------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _serving(kind: Kind, start: Callable[[int], Any]) -> Iterator[StoreServer]:
+    """Start a `kind` server on a free loopback port (`start(port)` returns it started),
+    register it while the session uses it, and stop it at the end."""
+    with tempfile.TemporaryDirectory(prefix=f"{kind}-server-") as tmp:
+        port = free_port()
+        server = start(port)
+        _wait_listening(port)
+        env = _s3_env(port, Path(tmp)) if kind == "s3" else _gcs_env(port, Path(tmp))
+        store = StoreServer(kind, port, Path(tmp), env, server)
+        _RUNNING[kind] = store
+        try:
+            yield store
+        finally:
+            _RUNNING.pop(kind, None)
+            server.stop()
+
+
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[StoreServer]:
     """moto in server mode on 127.0.0.1:<free port>; stopped at the end of the session."""
     moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
     pytest.importorskip("apache_beam.io.aws.s3filesystem")
     pytest.importorskip("boto3", reason="apache-beam[aws] is not installed")
-    with tempfile.TemporaryDirectory(prefix="s3-server-") as tmp:
-        port = free_port()
+
+    def start(port: int) -> Any:
         server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         server.start()
-        _wait_listening(port)
-        store = StoreServer("s3", port, Path(tmp), _s3_env(port, Path(tmp)), server)
-        _RUNNING["s3"] = store
-        try:
-            yield store
-        finally:
-            _RUNNING.pop("s3", None)
-            server.stop()
+        return server
+
+    with _serving("s3", start) as store:
+        yield store
 
 
 @pytest.fixture(scope="session")
@@ -202,19 +223,15 @@ def gcs_server() -> Iterator[StoreServer]:
     )
     pytest.importorskip("apache_beam.io.gcp.gcsio", reason="apache-beam[gcp] is not installed")
     pytest.importorskip("google.cloud.storage", reason="apache-beam[gcp] is not installed")
-    with tempfile.TemporaryDirectory(prefix="gcs-server-") as tmp:
-        port = free_port()
+
+    def start(port: int) -> Any:
         server = emulator.create_server("127.0.0.1", port, in_memory=True)
         server._api.daemon = True  # a test that dies mid-way must not hang the interpreter
         server.start()
-        _wait_listening(port)
-        store = StoreServer("gcs", port, Path(tmp), _gcs_env(port, Path(tmp)), server)
-        _RUNNING["gcs"] = store
-        try:
-            yield store
-        finally:
-            _RUNNING.pop("gcs", None)
-            server.stop()
+        return server
+
+    with _serving("gcs", start) as store:
+        yield store
 
 
 # ---- per-test: env + Beam FileSystems options, restored afterwards ---------------------------
@@ -365,7 +382,7 @@ def download_prefix(server: StoreServer, url: str, local_dir: Path) -> list[Path
     written: list[Path] = []
     for obj_url in sorted(list_prefix(server, url)):
         key = _split(obj_url)[1]
-        rel = key[len(prefix):].lstrip("/") if key.startswith(prefix) else key
+        rel = key[len(prefix) :].lstrip("/") if key.startswith(prefix) else key
         if not rel or rel.endswith("/"):
             continue
         dest = local_dir / rel

@@ -22,18 +22,10 @@ from typing import Any
 
 import orjson
 import pytest
+from test_pipeline_run import DATA_FILES  # every data file; manifests differ in wall time
 
 from pipelines.cli import main
 
-# Every data file `trajcurate run` writes per job; the manifests differ (wall time, options).
-DATA_FILES = (
-    "im.jsonl",
-    "lf.json",
-    "lf.stats.json",
-    "rejects.jsonl",
-    "dead_letter.jsonl",
-    "dataset_info.json",
-)
 START_TIMEOUT_S = 60.0
 RUN_TIMEOUT_S = 300.0  # a worker that cannot start makes a portable job wait forever
 
