@@ -76,8 +76,10 @@ def set_filesystem_options(config: RunConfig) -> None:
         from apache_beam.io.filesystems import FileSystems
 
         from pipelines.runner import pipeline_options
+        from transforms.sinks.s3_empty import allow_empty_s3_objects
 
         FileSystems.set_options(pipeline_options(config.beam_args))
+        allow_empty_s3_objects()
 
 
 def check_inputs(config: RunConfig) -> None:

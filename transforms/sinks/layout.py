@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.sinks import s3_empty  # noqa: F401  (empty files on s3://)
 from transforms.sinks.names import safe_job_name
 
 IM = "im"
