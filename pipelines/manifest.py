@@ -1,8 +1,9 @@
 """After the pipeline: complete each staged job folder, publish it with its manifest.
 
 The pipeline writes the data files into a staging folder and, per job, the counts it saw
-(`.counts.json`) and the LF reshapes (`.lf_reshapes.json`). Here the driver adds what only
-it knows — wall time, versions, the input signature — creates the empty files of a job that
+(`.counts.json`), the LF reshapes (`.lf_reshapes.json`) and the mergeable stats
+(`.stats_state.json`). Here the driver adds what only it knows — wall time, versions, the
+input signatures, the jobs an incremental run kept — creates the empty files of a job that
 wrote nothing (so a job folder always has the full set), registers the LF files in
 `dataset_info.json`, checks that every bundle is accounted for (in = written + rejected +
 dead-lettered), and publishes each job's files into `--output` together, manifest last
@@ -11,11 +12,8 @@ dead-lettered), and publishes each job's files into `--output` together, manifes
 
 from __future__ import annotations
 
-import hashlib
-import os
 import platform
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -23,17 +21,16 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import RunConfig
 from pipelines.output_folder import publish_job, publish_run_files, verify_outputs
-from pipelines.run_pipeline import COUNTS_FILE, RESHAPES_FILE
+from pipelines.run_pipeline import COUNTS_FILE, RESHAPES_FILE, STATS_STATE_FILE
 from scorers.tqs_v2 import SCORER_NAME, SCORER_VERSION
 from transforms.chain import accounting
-from transforms.readers.discover import expand_globs
-from transforms.readers.remote import is_remote
 from transforms.sinks import layout
 from transforms.sinks.lf import dataset_info
 from transforms.sinks.lf_render import rendered_dataset_info_entry
+from transforms.sinks.stats import Stats
 
 
-def _version(package: str) -> str:
+def package_version(package: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -42,48 +39,9 @@ def _version(package: str) -> str:
         return "unknown"
 
 
-# Options that change how a run behaves, not what it writes.
-_NOT_IN_SIGNATURE = frozenset({"beam_args", "skip_unchanged", "progress"})
-
-
-def input_signature(config: RunConfig) -> str:
-    """A hash of every input file (path, size, mtime), the options and the scorer version."""
-    digest = hashlib.sha256()
-    digest.update(
-        orjson.dumps(
-            {k: v for k, v in config.public().items() if k not in _NOT_IN_SIGNATURE},
-            option=orjson.OPT_SORT_KEYS,
-        )
-    )
-    digest.update(f"{SCORER_NAME}/{SCORER_VERSION}/{_version('trajcurate')}".encode())
-    for given in config.inputs:
-        if is_remote(given):
-            listing = FileSystems.match([given.rstrip("/") + "/**"])[0].metadata_list
-            for m in sorted(listing, key=lambda m: m.path):
-                digest.update(
-                    f"{m.path}\0{m.size_in_bytes}\0{m.last_updated_in_seconds}\n".encode()
-                )
-    local = (Path(p) for p in config.inputs if not is_remote(p))
-    for path in sorted(_files(expand_globs(local))):
-        try:
-            stat = path.stat()
-        except OSError:
-            continue
-        digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
-
-
-def _files(paths: Iterable[Path]) -> Iterator[Path]:
-    for path in paths:
-        if path.is_dir():
-            for root, _dirs, names in os.walk(path):
-                yield from (Path(root) / name for name in names)
-        else:
-            yield path
-
-
-def _previous_manifest(output: str) -> dict[str, Any]:
-    path = FileSystems.join(output, "manifest.json")
+def read_manifest(folder: str) -> dict[str, Any]:
+    """The manifest.json in `folder` (the run's, or a job's), or {} when there is none."""
+    path = FileSystems.join(folder, "manifest.json")
     if not layout.exists(path):
         return {}
     try:
@@ -96,7 +54,7 @@ def _previous_manifest(output: str) -> dict[str, Any]:
 def unchanged_since_last_run(output: str, signature: str) -> str | None:
     """Why the last run's outputs can stand (None if they cannot): same inputs, options and
     scorer, and every file it published still matches its manifest (size and sha256)."""
-    manifest = _previous_manifest(output)
+    manifest = read_manifest(output)
     if manifest.get("input_signature") != signature:
         return None
     folders = manifest.get("job_folders")
@@ -139,61 +97,102 @@ def _complete(folder: str, num_shards: int) -> list[str]:
     return names
 
 
+@dataclass(slots=True)
+class Increment:
+    """What the driver knows of a run beyond its staging folder (`--skip-unchanged`): the
+    run's input signature, each job folder's, and the jobs kept as the last run left them
+    (folder -> their manifest)."""
+
+    signature: str | None = None
+    job_signatures: dict[str, str] = field(default_factory=dict)
+    kept: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
 def finalize(
     config: RunConfig,
     staging: str,
-    signature: str,
-    wall_seconds: float,
+    wall_seconds: float | None,
     metrics: dict[str, int] | None = None,
+    increment: Increment | None = None,
 ) -> dict[str, Any]:
-    """Complete and publish every staged job folder, then the run files; return the manifests."""
+    """Complete and publish every staged job folder, then the run files; return the manifests
+    (`jobs` holds the jobs curated by this run and the jobs kept)."""
+    increment = increment or Increment()
     common = {
-        "trajcurate_version": _version("trajcurate"),
-        "beam_version": _version("apache-beam"),
+        "trajcurate_version": package_version("trajcurate"),
+        "beam_version": package_version("apache-beam"),
         "python": platform.python_version(),
         "scorer": {"name": SCORER_NAME, "version": SCORER_VERSION},
         "options": config.public(),
-        "input_signature": signature,
-        "wall_seconds": round(wall_seconds, 3),
+        "input_signature": increment.signature,
+        "wall_seconds": None if wall_seconds is None else round(wall_seconds, 3),
     }
     jobs: dict[str, Any] = {}
     folders: dict[str, str] = {}
     for folder in _job_folders(staging):
-        staged = FileSystems.join(staging, folder)
-        counted = _pop_json(f"{staged}/{COUNTS_FILE}")
-        job = counted["job"] if isinstance(counted.get("job"), str) else folder
-        counts = counted.get("counts") or {}
-        reshapes = _pop_json(f"{staged}/{RESHAPES_FILE}")
-        layout.delete([f"{staged}/{layout.PARTS}"])
-        files = _complete(staged, config.num_shards)
-        lf_files = layout.shard_names(layout.LF, config.num_shards)
-        _write_json(f"{staged}/dataset_info.json", _dataset_info(config, lf_files, job))
-        manifest = {
-            **common,
-            "job": job,
-            "job_folder": folder,
-            "counts": counts,
-            "accounting": accounting(counts),
-            "lf_reshapes": reshapes,
-            "outputs": sorted([*files, "dataset_info.json", "lf.stats.json"]),
-        }
+        signature = increment.job_signatures.get(folder, increment.signature)
+        own = {**common, "input_signature": signature}
+        job, manifest = _finish_job(config, staging, folder, own)
         jobs[job] = publish_job(config.output, staging, folder, manifest)
         folders[job] = folder
+    kept = {m["job"]: m for f, m in increment.kept.items() if f not in folders.values()}
+    folders.update({job: m["job_folder"] for job, m in kept.items()})
     totals: dict[str, int] = {}
-    for manifest in jobs.values():
+    for manifest in [*jobs.values(), *kept.values()]:
         for key, value in manifest["counts"].items():
             totals[key] = totals.get(key, 0) + value
+    if kept:
+        merged = _merged_stats([*jobs.values(), *kept.values()])
+        _write_json(FileSystems.join(staging, "lf.stats.json"), merged)
     run = {
         **common,
-        "jobs": sorted(jobs),
-        "job_folders": folders,
+        "jobs": sorted([*jobs, *kept]),
+        "job_folders": dict(sorted(folders.items())),
+        "curated_jobs": sorted(jobs),
+        "kept_jobs": sorted(kept),
         "counts": dict(sorted(totals.items())),
         "accounting": accounting(totals),
         "beam_metrics": metrics or {},
     }
     run = publish_run_files(config.output, staging, run)
     layout.delete([staging])
-    return {"run": run, "jobs": jobs}
+    return {"run": run, "jobs": jobs, "kept": kept}
+
+
+def _finish_job(
+    config: RunConfig, staging: str, folder: str, common: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """Complete one staged job folder; its job name and manifest (not yet published)."""
+    staged = FileSystems.join(staging, folder)
+    counted = _pop_json(f"{staged}/{COUNTS_FILE}")
+    job = counted["job"] if isinstance(counted.get("job"), str) else folder
+    counts = counted.get("counts") or {}
+    reshapes = _pop_json(f"{staged}/{RESHAPES_FILE}")
+    stats_state = _pop_json(f"{staged}/{STATS_STATE_FILE}") or None
+    layout.delete([f"{staged}/{layout.PARTS}"])
+    files = _complete(staged, config.num_shards)
+    lf_files = layout.shard_names(layout.LF, config.num_shards)
+    _write_json(f"{staged}/dataset_info.json", _dataset_info(config, lf_files, job))
+    return job, {
+        **common,
+        "job": job,
+        "job_folder": folder,
+        "counts": counts,
+        "accounting": accounting(counts),
+        "lf_reshapes": reshapes,
+        "outputs": sorted([*files, "dataset_info.json", "lf.stats.json"]),
+        "stats_state": stats_state,
+    }
+
+
+def _merged_stats(manifests: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's `lf.stats.json` from its jobs' states, as the pipeline merges them."""
+    merged: Stats | None = None
+    for manifest in sorted(manifests, key=lambda m: str(m["job"])):
+        if isinstance(state := manifest.get("stats_state"), dict):
+            stats = Stats.from_state(state)
+            merged = stats if merged is None else merged.merge(stats)
+    return (merged or Stats()).to_json()
 
 
 def _dataset_info(config: RunConfig, lf_files: list[str], job: str) -> dict[str, Any]:

@@ -235,6 +235,25 @@ def _write(path: str, data: bytes) -> None:
         _fsync_dir(os.path.dirname(path))
 
 
+def append_line(path: str, line: bytes) -> None:
+    """Add one line at the end of a file (created if missing; removed again if that write
+    fails). Locally an O_APPEND write, fsync'ed; on an object store, which cannot append,
+    the object is rewritten whole."""
+    if not _remote(path):
+        existed = os.path.lexists(path)
+        try:
+            with open(path, "ab") as local:
+                local.write(line)
+                local.flush()
+                os.fsync(local.fileno())
+        except OSError:
+            if not existed:  # a full disk leaves no empty file behind
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            raise
+        return
+    _write(path, (_read(path) or b"") + line)
+
 def _json(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
 
@@ -607,6 +626,7 @@ __all__ = [
     "RUN_OUTPUT_PATTERNS",
     "OutputError",
     "OutputLock",
+    "append_line",
     "check_writable",
     "file_digest",
     "new_run_id",

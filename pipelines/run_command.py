@@ -6,9 +6,12 @@ Apache Beam is imported only when a run starts, so the rest of the CLI stays lig
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from pipelines.beam_args import option_strings, unknown_argument_error, unknown_beam_args
@@ -97,23 +100,87 @@ def translate(config: RunConfig) -> int:
 
 
 def execute(config: RunConfig) -> int:
-    """Run the pipeline for `config`, finalize the outputs, print the summary; exit code."""
-    from pipelines.manifest import finalize, input_signature, unchanged_since_last_run
+    """Run the pipeline for `config`, finalize the outputs, print the summary; exit code.
+    Every run that got this far adds its line to the run log (`DIR/runs.jsonl`)."""
+    from pipelines.manifest import package_version
+    from pipelines.run_log import RunLog
 
-    signature = input_signature(config)
-    if config.skip_unchanged and (why := unchanged_since_last_run(config.output, signature)):
-        print(f"{PROG}: {why}: nothing to do")
-        return 0
-    from pipelines.run_pipeline import build
+    run_id = new_run_id()
+    log = RunLog(config.output, run_id, package_version("trajcurate"))
+    try:
+        return _curate(config, run_id, log)
+    except OutputError as exc:
+        with contextlib.suppress(OSError):  # the run's own error is the one to report
+            log.append("failed", error=str(exc))
+        raise
 
+
+def _curate(config: RunConfig, run_id: str, log: Any) -> int:
+    from pipelines.manifest import Increment, finalize
+
+    increment, inputs = Increment(), config.inputs
+    if config.skip_unchanged:
+        planned = _plan_increment(config, log)
+        if planned is None:
+            return 0
+        increment, inputs = planned
     started = time.monotonic()
     pipeline = _make_pipeline(config)
     # A template launch only stages the graph: its job runs later, with no driver to publish.
-    staging = (
-        config.output
-        if _is_template_launch(pipeline)
-        else staging_root(config.output, new_run_id())
+    template = _is_template_launch(pipeline)
+    staging = config.output if template else staging_root(config.output, run_id)
+    metrics: dict[str, int] = {}
+    if inputs:
+        metrics = _run_pipeline(pipeline, replace(config, inputs=inputs), staging)
+    elif not _is_remote(staging):
+        os.makedirs(staging, exist_ok=True)
+    wall = time.monotonic() - started
+    if template:
+        print(
+            f"{PROG}: template launch: the job graph is staged for the launcher to submit; "
+            "manifests are not written by this process"
+        )
+        return 0
+    summary = finalize(config, staging, wall, metrics, increment)
+    print(render_summary(summary, config.output, wall))
+    if config.llm_judge:
+        print(_judge_line(config, summary["run"]))
+    run = summary["run"]
+    mode = "incremental" if increment.job_signatures else "full"
+    log.append(mode, run["curated_jobs"], run["kept_jobs"], run["accounting"])
+    return 0 if run["accounting"]["balanced"] else 1
+
+
+def _plan_increment(config: RunConfig, log: Any) -> tuple[Any, tuple[str, ...]] | None:
+    """`--skip-unchanged`: None when nothing changed; else what the run knows and the inputs
+    it has to curate (only the new and changed jobs, when it can tell; maybe none)."""
+    from pipelines.incremental import kept_jobs, plan_inputs
+    from pipelines.manifest import Increment, package_version, read_manifest
+    from pipelines.manifest import unchanged_since_last_run as unchanged
+
+    plan = plan_inputs(config, package_version("trajcurate"))
+    if why := unchanged(config.output, plan.signature):
+        print(f"{PROG}: {why}: nothing to do")
+        last = read_manifest(config.output)
+        log.append("unchanged", kept=last.get("jobs") or [], accounting=last.get("accounting"))
+        return None
+    if plan.jobs is None:
+        print(f"{PROG}: --skip-unchanged: {plan.why_not}, so every input is curated again")
+        return Increment(plan.signature), config.inputs
+    kept = kept_jobs(plan.jobs, config.output)
+    todo = [job for folder, job in sorted(plan.jobs.items()) if folder not in kept]
+    print(
+        f"{PROG}: --skip-unchanged: {len(todo)} job(s) new or changed, "
+        f"{len(kept)} unchanged and kept"
     )
+    signatures = {folder: job.signature for folder, job in plan.jobs.items()}
+    sources = tuple(source for job in todo for source in job.sources)
+    return Increment(plan.signature, signatures, kept), sources
+
+
+def _run_pipeline(pipeline: Any, config: RunConfig, staging: str) -> dict[str, int]:
+    from pipelines.run_pipeline import build
+
     build(pipeline, config, staging)
     try:
         result = pipeline.run()
@@ -121,18 +188,11 @@ def execute(config: RunConfig) -> int:
     except Exception as exc:
         remove_staging(config.output)
         raise OutputError(f"the run failed, nothing was published: {root_cause(exc)}") from None
-    wall = time.monotonic() - started
-    if _is_template_launch(pipeline):
-        print(
-            f"{PROG}: template launch: the job graph is staged for the launcher to submit; "
-            "manifests are not written by this process"
-        )
-        return 0
-    summary = finalize(config, staging, signature, wall, stage_metrics(result))
-    print(render_summary(summary, config.output, wall))
-    if config.llm_judge:
-        print(_judge_line(config, summary["run"]))
-    return 0 if summary["run"]["accounting"]["balanced"] else 1
+    return stage_metrics(result)
+
+
+def _is_remote(path: str) -> bool:
+    return "://" in path
 
 
 def stage_metrics(result: Any) -> dict[str, int]:
@@ -186,13 +246,17 @@ def render_summary(summary: dict[str, Any], output: str, wall: float) -> str:
     )
     lines = [header, "-" * len(header)]
     rows = [(job, m["counts"], m["accounting"]) for job, m in sorted(summary["jobs"].items())]
-    rows.append(("TOTAL", summary["run"]["counts"], summary["run"]["accounting"]))
+    kept = summary.get("kept") or {}
+    total = "TOTAL, with kept jobs" if kept else "TOTAL"
+    rows.append((total, summary["run"]["counts"], summary["run"]["accounting"]))
     for job, counts, acc in rows:
         lines.append(
             f"{job[:28]:<28} {acc['in']:>7} {acc['written']:>8} {acc['rejected']:>9} "
             f"{acc['dead_lettered']:>6} {counts.get('records.main', 0):>6} "
             f"{counts.get('records.subagent', 0):>6}"
         )
+    if kept:
+        lines.append(f"kept as the last run left them (unchanged): {len(kept)} job(s)")
     balanced = summary["run"]["accounting"]["balanced"]
     lines.append(f"in = written + rejected + dead-lettered: {'yes' if balanced else 'NO'}")
     lines.append(

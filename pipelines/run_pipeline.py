@@ -34,6 +34,7 @@ from transforms.stages import DEAD_LETTER, REJECTED, DetectUnits, OpenUnits, Run
 COUNTS_FILE = ".counts.json"
 DRY_RUN_FILE = "llm_dry_run.json"
 RESHAPES_FILE = ".lf_reshapes.json"
+STATS_STATE_FILE = ".stats_state.json"  # the job's mergeable stats, for incremental runs
 
 
 def _split(pcoll: Any, label: str, dofn: beam.DoFn) -> Any:
@@ -122,6 +123,11 @@ def _write_outputs(
         per_job
         | "StatsJson" >> beam.MapTuple(lambda job, stats: (job, stats.to_json()))
         | "WriteStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json"))
+    )
+    (
+        per_job
+        | "StatsState" >> beam.MapTuple(lambda job, stats: (job, stats.to_state()))
+        | "WriteStatsState" >> beam.ParDo(WriteJobJson(out, STATS_STATE_FILE))
     )
     (
         per_job

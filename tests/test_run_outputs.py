@@ -67,9 +67,12 @@ def test_skip_unchanged_rebuilds_damaged_outputs(
     jobs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    assert run(jobs, out) == 0
-    good = (out / JOB / "im.jsonl").read_bytes()
+    assert run(jobs, out) == 0  # signs nothing: the signatures are computed when asked for
+    assert orjson.loads((out / "manifest.json").read_bytes())["input_signature"] is None
     capsys.readouterr()
+    assert run(jobs, out, "--skip-unchanged") == 0
+    assert "1 job(s) new or changed, 0 unchanged" in capsys.readouterr().out
+    good = (out / JOB / "im.jsonl").read_bytes()
     assert run(jobs, out, "--skip-unchanged") == 0
     assert "nothing to do" in capsys.readouterr().out
     (out / JOB / "im.jsonl").write_bytes(good[: len(good) // 2])
@@ -181,6 +184,7 @@ def test_real_read_only_and_full_folders_fail_in_one_line_and_leave_nothing(
         tmp_path / "mnt",
         "1500k",
         f'set +e; {run_into} "$P/full" 2>&1; echo "rc=$?"; find "$P/full" | sort; '
+        f'grep -c \'"mode":"failed"\' "$P/full/runs.jsonl"; '
         f'mount -o remount,ro "$P"; {run_into} "$P/ro" 2>&1; echo "rc=$?"',
     )
     point = tmp_path / "mnt"
@@ -189,6 +193,8 @@ def test_real_read_only_and_full_folders_fail_in_one_line_and_leave_nothing(
         "OSError: [Errno 28] No space left on device",
         "rc=2",
         f"{point}/full",
+        f"{point}/full/runs.jsonl",  # the run log: this run failed, nothing else
+        "1",
         f"trajcurate run: error: output {point}/ro is read-only",
         "rc=2",
     ]

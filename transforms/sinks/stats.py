@@ -22,6 +22,7 @@ CombineFn.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -200,6 +201,18 @@ class Stats:
             },
             "control_chars_removed": self.tallies.get("cleaned.control_chars", 0),
         }
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything counted, as JSON: `from_state` rebuilds stats that merge exactly (the
+        run's figures of an incremental run merge the kept jobs' states)."""
+        return {name: copy.deepcopy(value) for name, value in vars(self).items()}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> Stats:
+        stats = cls(str(state["token_method"]))
+        for name in vars(stats):
+            setattr(stats, name, copy.deepcopy(state[name]))
+        return stats
 
 
 def _range_state() -> dict[str, Any]:
