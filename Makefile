@@ -48,7 +48,8 @@ bench-redact: venv
 	$(BIN)/python benchmarks/bench_redact.py --pipeline --trials 1000 --cases $(SHARED)/data/reference-scored/cases.jsonl
 
 bench-pipeline: venv
-	$(BIN)/python benchmarks/bench_pipeline.py --sizes 1000 10000
+	$(BIN)/python benchmarks/bench_pipeline.py --sizes 1000 10000 \
+		--clone-job $(SHARED)/data/composed/jobs/2026-06-16__12-00-00 --clone-trials 2000
 
 clean:
 	rm -rf out build .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,90 +1,202 @@
-"""Pipeline vs plain loop, and memory vs corpus size (`make bench-pipeline`).
+"""Pipeline vs plain loop: fixed and per-trial cost, memory, workers (`make bench-pipeline`).
 
-For each size, generates a synthetic corpus (`trajcurate synth`, two jobs), then times, as
-separate processes with their peak RSS: `trajcurate run` (local in-process runner) and
-`sequential_loop.py` doing the same reading, scoring and writing one trial at a time.
-Targets (issue 4): pipeline time <= 1.4x the loop; peak RSS at the largest size <= 1.2x
-that at the smallest.
+For each size, generates a synthetic corpus (`trajcurate synth`, two jobs; optionally also
+the composed job cloned to `--clone-trials` trials), then times, as separate processes with
+their peak RSS, `--repeat` times each (medians are reported; the machine may be busy):
+
+- `trajcurate run --no-progress --instance-status all` (the local in-process runner);
+- `sequential_loop.py`, the same reading, chain and writing one trial at a time (its files
+  are checked byte-identical to the pipeline's, so the baseline does the same work);
+- at the largest size, the run with `--direct_num_workers 2 --direct_running_mode
+  multi_processing`.
+
+The fixed cost (seconds) and the marginal cost (ms per trial) are a least-squares line of
+wall time over trial count: with two sizes, the two-point difference. Targets (issue 10
+item 7): marginal <= 1.0 ms/trial, fixed <= 1.0 s, peak RSS at the largest size <= 1.2x
+that at the smallest, pipeline <= 1.3x the loop at the largest size, two worker processes
+faster than one at the largest size. A benchmark, not a test: it prints, it does not fail.
 """
 
 from __future__ import annotations
 
 import argparse
+import filecmp
+import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from measure import measure
 
 HERE = Path(__file__).resolve().parent
+TWO_WORKERS = ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]
+COMPARED = ("im.jsonl", "lf.json", "lf.stats.json", "rejects.jsonl", "dead_letter.jsonl")
+
+
+@dataclass
+class Row:
+    """Medians of one corpus' runs: (wall seconds, peak RSS MiB) per command."""
+
+    name: str
+    trials: int
+    runs: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    same_files: bool | None = None
+
+    def wall(self, kind: str) -> float:
+        return statistics.median(w for w, _ in self.runs[kind])
+
+    def rss(self, kind: str) -> float:
+        return statistics.median(r for _, r in self.runs[kind])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measure (median)")
+    parser.add_argument("--instance-status", default="all")
+    parser.add_argument("--clone-job", type=Path, help="a Harbor job to clone (optional)")
+    parser.add_argument("--clone-trials", type=int, default=2000)
+    parser.add_argument("--no-workers", action="store_true", help="skip the 2-worker run")
     args = parser.parse_args(argv)
-    trajcurate = str(Path(sys.executable).with_name("trajcurate"))
+    print(f"load average at start: {_load()}")
+    sizes = sorted(args.sizes)
     rows = []
-    for size in sorted(args.sizes):
-        with tempfile.TemporaryDirectory(prefix="trajcurate-bench-pipeline-") as tmp:
-            corpus = Path(tmp) / "jobs"
-            subprocess.run(
-                [
-                    trajcurate,
-                    "synth",
-                    "--out",
-                    str(corpus),
-                    "--jobs",
-                    "2",
-                    "--trials",
-                    str(size // 2),
-                    "--seed",
-                    str(args.seed),
-                ],
-                check=True,
-                capture_output=True,
-            )
-            pipeline = measure(
-                [
-                    trajcurate,
-                    "run",
-                    "--no-progress",
-                    "--input",
-                    str(corpus),
-                    "--output",
-                    str(Path(tmp) / "pipeline"),
-                ]
-            )
-            loop = measure(
-                [
-                    sys.executable,
-                    str(HERE / "sequential_loop.py"),
-                    str(corpus),
-                    str(Path(tmp) / "loop"),
-                ]
-            )
-        rows.append((size, pipeline, loop))
-    print(
-        f"{'trials':>7} {'pipeline s':>10} {'trials/s':>8} {'RSS MiB':>8} "
-        f"{'loop s':>8} {'trials/s':>8} {'RSS MiB':>8} {'time ratio':>10}"
-    )
-    for size, (p_wall, p_rss), (l_wall, l_rss) in rows:
-        print(
-            f"{size:>7} {p_wall:>10.1f} {size / p_wall:>8.0f} {p_rss:>8.0f} "
-            f"{l_wall:>8.1f} {size / l_wall:>8.0f} {l_rss:>8.0f} {p_wall / l_wall:>9.2f}x"
-        )
-    first, last = rows[0], rows[-1]
-    print(
-        f"pipeline peak RSS at {last[0]} / at {first[0]} trials: "
-        f"{last[1][1] / first[1][1]:.2f}x (target <= 1.2x)"
-    )
-    print(
-        f"pipeline time / loop time at {last[0]} trials: "
-        f"{last[1][0] / last[2][0]:.2f}x (target <= 1.4x)"
-    )
+    with tempfile.TemporaryDirectory(prefix="trajcurate-bench-pipeline-") as tmp:
+        for size in sizes:
+            corpus = _synth(Path(tmp) / f"synth-{size}", size, args.seed)
+            workers = not args.no_workers and size == sizes[-1]
+            rows.append(_measure(f"synth {size}", corpus, size, Path(tmp), args, workers))
+            shutil.rmtree(corpus)
+        clone = None
+        if args.clone_job is not None:
+            corpus, trials = _clone(args.clone_job, Path(tmp) / "clone", args.clone_trials)
+            clone = _measure(f"cloned {args.clone_job.name}", corpus, trials, Path(tmp), args)
+    _report(rows, clone)
+    print(f"load average at end: {_load()}")
     return 0
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" ({os.cpu_count()} cores)"
+
+
+def _trajcurate() -> str:
+    return str(Path(sys.executable).with_name("trajcurate"))
+
+
+def _synth(out: Path, size: int, seed: int) -> Path:
+    command = [_trajcurate(), "synth", "--out", str(out), "--jobs", "2"]
+    command += ["--trials", str(size // 2), "--seed", str(seed)]
+    subprocess.run(command, check=True, capture_output=True)
+    return out
+
+
+def _clone(job: Path, out: Path, trials: int) -> tuple[Path, int]:
+    """`job`'s trial folders copied under new names until there are `trials` of them."""
+    target = out / job.name
+    target.mkdir(parents=True)
+    folders = sorted(p for p in job.iterdir() if p.is_dir() and not p.name.startswith("."))
+    for entry in job.iterdir():
+        if entry.is_file():
+            shutil.copy2(entry, target / entry.name)
+    for n in range(trials):
+        source = folders[n % len(folders)]
+        shutil.copytree(source, target / f"{source.name}__c{n // len(folders):05d}")
+    return out, trials
+
+
+def _measure(
+    name: str, corpus: Path, trials: int, tmp: Path, args: argparse.Namespace, workers: bool = False
+) -> Row:
+    row = Row(name, trials)
+    status = ["--instance-status", args.instance_status]
+    run = [_trajcurate(), "run", "--no-progress", *status, "--input", str(corpus)]
+    loop = [sys.executable, str(HERE / "sequential_loop.py"), str(corpus)]
+    commands = {"pipeline": run, "loop": loop}
+    if workers:
+        commands["2 workers"] = [*run, *TWO_WORKERS]
+    for attempt in range(args.repeat):
+        for kind, command in commands.items():
+            out = tmp / f"out-{kind.replace(' ', '-')}"
+            shutil.rmtree(out, ignore_errors=True)
+            target = ["--output", str(out)] if kind != "loop" else [str(out), *status]
+            row.runs.setdefault(kind, []).append(measure([*command, *target]))
+        if attempt == 0:
+            row.same_files = _same_files(tmp / "out-pipeline", tmp / "out-loop")
+    print(f"  measured {name}: " + ", ".join(f"{k} {row.wall(k):.1f} s" for k in row.runs))
+    return row
+
+
+def _same_files(pipeline: Path, loop: Path) -> bool:
+    """Whether the loop wrote the pipeline's files, byte for byte."""
+    names = [p.relative_to(loop) for p in loop.rglob("*") if p.name in COMPARED]
+    return bool(names) and all(
+        filecmp.cmp(pipeline / n, loop / n, shallow=False) for n in names
+    )
+
+
+def _fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """(fixed s, marginal s/trial) of a least-squares line (two points: their difference)."""
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum(
+        (x - mean_x) ** 2 for x in xs
+    )
+    return mean_y - slope * mean_x, slope
+
+
+def _mark(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def _report(rows: list[Row], clone: Row | None) -> None:
+    print()
+    print(
+        f"{'corpus':<34} {'trials':>6} {'pipeline s':>10} {'RSS MiB':>8} {'loop s':>7} "
+        f"{'RSS MiB':>8} {'beam/loop':>9} {'same files':>10}"
+    )
+    for row in [*rows, *([clone] if clone else [])]:
+        print(
+            f"{row.name[:34]:<34} {row.trials:>6} {row.wall('pipeline'):>10.2f} "
+            f"{row.rss('pipeline'):>8.0f} {row.wall('loop'):>7.2f} {row.rss('loop'):>8.0f} "
+            f"{row.wall('pipeline') / row.wall('loop'):>8.2f}x "
+            f"{'yes' if row.same_files else 'NO':>10}"
+        )
+    if len(rows) < 2:
+        return
+    how = "two-point difference" if len(rows) == 2 else "least-squares fit"
+    fixed, marginal = _fit([(r.trials, r.wall("pipeline")) for r in rows])
+    loop_fixed, loop_marginal = _fit([(r.trials, r.wall("loop")) for r in rows])
+    first, last = rows[0], rows[-1]
+    print(f"\ncost split ({how} over the synth sizes, median walls):")
+    print(f"  loop:     fixed {loop_fixed:.2f} s, marginal {loop_marginal * 1e3:.3f} ms/trial")
+    print(
+        f"  pipeline: fixed {fixed:.2f} s [target <= 1.0 s: {_mark(fixed <= 1.0)}], "
+        f"marginal {marginal * 1e3:.3f} ms/trial [target <= 1.0: {_mark(marginal <= 1e-3)}]"
+    )
+    rss_ratio = last.rss("pipeline") / first.rss("pipeline")
+    print(
+        f"pipeline peak RSS at {last.trials} / at {first.trials} trials: {rss_ratio:.2f}x "
+        f"[target <= 1.2x: {_mark(rss_ratio <= 1.2)}]"
+    )
+    ratio = last.wall("pipeline") / last.wall("loop")
+    print(
+        f"pipeline / loop wall at {last.trials} trials: {ratio:.2f}x "
+        f"[target <= 1.3x: {_mark(ratio <= 1.3)}]"
+    )
+    if "2 workers" in last.runs:
+        one, two = last.wall("pipeline"), last.wall("2 workers")
+        print(
+            f"1 worker {one:.2f} s vs 2 worker processes {two:.2f} s at {last.trials} trials "
+            f"({one / two:.2f}x speed-up) [target: 2 faster: {_mark(two < one)}]"
+        )
+    same = all(r.same_files for r in [*rows, *([clone] if clone else [])])
+    print(f"loop files byte-identical to the pipeline's: {'yes' if same else 'NO'}")
 
 
 if __name__ == "__main__":

@@ -1,99 +1,135 @@
 """The baseline for `bench_pipeline.py`: the pipeline's work as a plain sequential loop.
 
-Same readers, the same curation chain (`transforms/chain.py`: gate, clean, validation,
-redaction, TQS V2 scoring, score filter), IM and LF writing, stats and rejects as
-`trajcurate run` (default options), one trial after another, in one process, writing each
-job's files as it goes. Usage: `python sequential_loop.py INPUT OUTPUT`.
+The same steps as `trajcurate run` (default options, or `--instance-status all`), one trial
+after another in one process: detect and open (`transforms/intake.py`), the curation chain
+(`transforms/chain.py`: gate, validate, redaction, TQS V2 scoring, clean, score filter), the
+same IM / LF rendering spilled to a file per job and concatenated in sort order at the end,
+the same stats, rejects and dead letters — so its files are byte-identical to the
+pipeline's (`im.jsonl`, `lf.json`, `lf.stats.json`, `rejects.jsonl`, `dead_letter.jsonl`).
+Not done: the run manifest, `dataset_info.json` and the counts file (finalize).
+
+Usage: `python sequential_loop.py INPUT OUTPUT [--instance-status all]`.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import shutil
 import sys
-from collections import defaultdict
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
 from transforms.chain import (
     ChainSettings,
     Drop,
-    Stage,
+    dead_letter_record,
     job_of,
     run_stages,
     stages_after_judge,
     stages_before_judge,
 )
-from transforms.readers.bundle import ReaderError
-from transforms.readers.discover import discover_trials
-from transforms.readers.registry import reader_for
+from transforms.intake import detect_units, open_unit
+from transforms.readers.confined import DEFAULT_LIMITS
+from transforms.sinks import parts
+from transforms.sinks.bundle_stats import add_bundle
+from transforms.sinks.names import safe_job_name
 from transforms.sinks.records import bundle_payload
-from transforms.sinks.stats import Stats, token_count
+from transforms.sinks.stats import Stats
+
+_JSON = orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
+PARTS = ".parts"
 
 
 class JobFiles:
-    """One job's open output files, written in arrival order."""
+    """One job's outputs: parts spilled as they come, written sorted at the end."""
 
-    def __init__(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self.folder = folder
-        self.im: IO[bytes] = open(folder / "im.jsonl", "wb")  # noqa: SIM115
-        self.lf: IO[bytes] = open(folder / "lf.json", "wb")  # noqa: SIM115
-        self.rejects: IO[bytes] = open(folder / "rejects.jsonl", "wb")  # noqa: SIM115
-        self.lf.write(b"[")
-        self.separator = b"\n"
+    def __init__(self, output: str, job: str) -> None:
+        self.folder = os.path.join(output, safe_job_name(job))
+        self.spill = parts.SpillFile(f"{self.folder}/{PARTS}/spill")
+        self.refs: list[tuple[Any, int, int]] = []
+        self.drops: dict[str, list[dict[str, Any]]] = {"rejected": [], "dead_letter": []}
         self.stats = Stats()
 
     def write(self, bundle: dict[str, Any]) -> None:
-        payload = bundle_payload(bundle)
-        self.im.write(b"".join(payload["im_lines"]))
-        for item in payload["lf_items"]:
-            self.lf.write(self.separator + item)
-            self.separator = b",\n"
-        for record, (calls, errors) in zip(
-            bundle["records"], bundle["tool_call_counts"], strict=True
-        ):
-            score = record["meta_info"]["unique_info"]["_score"]
-            scaffold = (score or {}).get("scaffold")
-            self.stats.add(record, score, calls, errors, scaffold, token_count(record))
+        try:
+            payload = bundle_payload(bundle)
+        except Exception as exc:  # as the pipeline's spill: dead-lettered at stage `write`
+            self.drop(Drop("dead_letter", dead_letter_record("write", bundle, exc)))
+            return
+        part = parts.encode_part(b"".join(payload["im_lines"]), b"\n".join(payload["lf_items"]))
+        self.refs.append((payload["sort_key"], self.spill.append(part), len(part)))
+        add_bundle(self.stats, bundle, None)
 
-    def reject(self, drop: Drop) -> None:
-        self.rejects.write(orjson.dumps(drop.record) + b"\n")
+    def drop(self, drop: Drop) -> None:
+        self.drops[drop.kind].append(drop.record)
 
     def close(self) -> None:
-        self.lf.write(b"]\n" if self.separator == b"\n" else b"\n]\n")
-        (self.folder / "lf.stats.json").write_bytes(orjson.dumps(self.stats.to_json()))
-        for handle in (self.im, self.lf, self.rejects):
-            handle.close()
+        self.spill.close()
+        reader = parts.PartReader()
+        with (
+            open(f"{self.folder}/im.jsonl", "wb") as im,
+            open(f"{self.folder}/lf.json", "wb") as lf,
+        ):
+            lf.write(b"[")
+            separator = b"\n"
+            for _, offset, size in sorted(self.refs, key=lambda ref: ref[0]):
+                im_block, lf_block = parts.decode_part(reader.read(self.spill.path, offset, size))
+                im.write(im_block)
+                if lf_block:
+                    lf.write(separator + lf_block.replace(b"\n", b",\n"))
+                    separator = b",\n"
+            lf.write(b"]\n" if separator == b"\n" else b"\n]\n")
+        reader.close()
+        os.remove(self.spill.path)
+        for kind, name in (("rejected", "rejects.jsonl"), ("dead_letter", "dead_letter.jsonl")):
+            lines = sorted(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) for r in self.drops[kind])
+            Path(self.folder, name).write_bytes(b"".join(line + b"\n" for line in lines))
+        Path(self.folder, "lf.stats.json").write_bytes(_json(self.stats.to_json()))
 
 
-def process(bundle: dict[str, Any], files: JobFiles, stages: list[Stage]) -> None:
-    result = run_stages(bundle, stages, lambda _name: None)
-    if isinstance(result, Drop):
-        files.reject(result)
-    else:
-        files.write(result)
+def _json(value: Any) -> bytes:
+    return orjson.dumps(value, option=_JSON) + b"\n"
 
 
-def main(source: Path, output: Path) -> int:
-    settings = ChainSettings()
+def main(source: Path, output: Path, instance_status: str) -> int:
+    settings = ChainSettings(instance_status=instance_status)
     stages = [*stages_before_judge(settings), *stages_after_judge(settings)]
-    jobs: dict[str, JobFiles] = defaultdict(lambda: JobFiles(output / "standalone"))
-    for unit in discover_trials([source]):
-        if unit.format is None:
-            continue
-        try:
-            for bundle in reader_for(unit.format)(unit.path):
-                job = job_of(dict(bundle))
-                if job not in jobs:
-                    jobs[job] = JobFiles(output / job)
-                process(dict(bundle), jobs[job], stages)
-        except ReaderError:
-            continue
+    jobs: dict[str, JobFiles] = {}
+
+    def files_of(item: Any) -> JobFiles:
+        job = item.record["job"] if isinstance(item, Drop) else job_of(item)
+        if job not in jobs:
+            jobs[job] = JobFiles(str(output), job)
+        return jobs[job]
+
+    for unit in detect_units(str(source), None, DEFAULT_LIMITS):
+        for opened in [unit] if isinstance(unit, Drop) else open_unit(unit, DEFAULT_LIMITS):
+            item = opened if isinstance(opened, Drop) else run_stages(opened, stages, _no_count)
+            if isinstance(item, Drop):
+                files_of(item).drop(item)
+            else:
+                files_of(item).write(item)
+    run_stats: Stats | None = None
     for files in jobs.values():
         files.close()
+        run_stats = files.stats if run_stats is None else run_stats.merge(files.stats)
+    for files in jobs.values():
+        shutil.rmtree(f"{files.folder}/{PARTS}")
+    (output / "lf.stats.json").write_bytes(_json((run_stats or Stats()).to_json()))
     return 0
 
 
+def _no_count(_name: str) -> None:
+    return None
+
+
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("input", type=Path)
+    parser.add_argument("output", type=Path)
+    parser.add_argument("--instance-status", default="resolved")
+    args = parser.parse_args()
+    sys.exit(main(args.input, args.output, args.instance_status))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from transforms.chain import (
@@ -24,7 +25,8 @@ from transforms.chain import (
 from transforms.readers.bundle import ReaderError
 from transforms.readers.confined import ReadLimits
 from transforms.readers.discover import ReadUnit, discover_trials
-from transforms.readers.registry import reader_for
+from transforms.readers.harbor import read_trial_unit
+from transforms.readers.registry import Reader, reader_for
 from transforms.readers.remote import is_remote, iter_remote_units, read_remote_trial
 
 __all__ = ["DETECT", "OPEN", "detect_units", "open_unit"]
@@ -63,7 +65,7 @@ def open_unit(unit: ReadUnit, limits: ReadLimits) -> Iterator[Bundle | Drop]:
         if unit.url is not None:
             yield dict(read_remote_trial(unit.url, unit.job, limits))
             return
-        for bundle in reader_for(unit.format)(unit.path, limits):
+        for bundle in _reader(unit)(unit.path, limits):
             if unit.job and not bundle.get("job"):
                 bundle["job"] = unit.job
             yield dict(bundle)
@@ -71,3 +73,11 @@ def open_unit(unit: ReadUnit, limits: ReadLimits) -> Iterator[Bundle | Drop]:
         yield Drop(REJECTED, reject_record(OPEN, where, str(exc)))
     except Exception as exc:  # a reader bug costs this unit, not the run
         yield Drop(DEAD_LETTER, dead_letter_record(OPEN, where, exc))
+
+
+def _reader(unit: ReadUnit) -> Reader:
+    """The unit's reader; a Harbor trial unit with its job known reads just that trial."""
+    if unit.format == "harbor" and unit.job is not None:
+        return partial(read_trial_unit, job=unit.job)
+    assert unit.format is not None
+    return reader_for(unit.format)

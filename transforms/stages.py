@@ -10,6 +10,7 @@ Counters are Beam metrics named `<stage>.in`, `<stage>.kept`, `<stage>.rejected`
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,16 +37,22 @@ NAMESPACE = "trajcurate"
 
 
 class _Counting(beam.DoFn):
-    """Beam counters created on first use, one per name."""
+    """Beam counters, one per name: tallied in the DoFn and added to Beam's counters once
+    per Beam bundle (a counter update costs more than the stage it counts)."""
 
     def __init__(self) -> None:
-        self._counters: dict[str, Any] = {}
+        self._tally: Counter[str] = Counter()
 
     def count(self, name: str) -> None:
-        counter = self._counters.get(name)
-        if counter is None:
-            counter = self._counters[name] = Metrics.counter(NAMESPACE, name)
-        counter.inc()
+        self._tally[name] += 1
+
+    def start_bundle(self) -> None:
+        self._tally = Counter()
+
+    def finish_bundle(self) -> None:
+        tally, self._tally = self._tally, Counter()
+        for name, value in tally.items():
+            Metrics.counter(NAMESPACE, name).inc(value)
 
 
 def _route(item: Any) -> Any:

@@ -25,6 +25,7 @@ from transforms.readers.atif_files import (
     load_document,
     resolve_inside,
     shown_path,
+    shown_real,
 )
 from transforms.readers.atif_messages import is_terminus, steps_to_messages
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle, standalone_instance_id
@@ -115,7 +116,9 @@ def records_from_atif(
     """
     doc = load_document(files, path, files.shown(path))
     resolved = Path(os.path.realpath(path))
-    return _records(doc, resolved, files, instance_id, metadata, usage, agent, query_source, date)
+    return _records(
+        doc, resolved, files, instance_id, metadata, usage, agent, query_source, date, real=True
+    )
 
 
 def _records(
@@ -128,9 +131,14 @@ def _records(
     agent: Mapping[str, Any] | None = None,
     query_source: str = "atif",
     date: str | None = None,
+    *,
+    real: bool = False,
 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """`real`: `path` is already resolved (its name shown without resolving it again)."""
     warnings: list[str] = []
     converter = _Converter(files, warnings)
+    if real:
+        converter.real_paths.add(path)
     main = converter.convert(doc, path, depth=0, fallback_agent=agent or {})
     instance_metadata = dict(metadata)
     instance_metadata["atif_schema_version"] = doc.get("schema_version")
@@ -175,6 +183,12 @@ class _Converter:
         self.subagents: list[_Trajectory] = []
         self.seen_files: set[Path] = set()
         self.seen_embedded: set[str] = set()
+        self.real_paths: set[Path] = set()  # resolved already: shown without resolving
+
+    def _shown(self, path: Path) -> str:
+        if path in self.real_paths:
+            return shown_real(path, self.root)
+        return shown_path(path, self.root)
 
     def convert(
         self,
@@ -188,7 +202,7 @@ class _Converter:
         follow_continuations: bool = True,
     ) -> _Trajectory:
         label = str(info.get("trajectory_path") or info.get("trajectory_id")) if info else ""
-        label = label or shown_path(path, self.root)
+        label = label or self._shown(path)
         self.seen_files.add(path)
         segments = [doc]
         if follow_continuations:
@@ -281,12 +295,13 @@ class _Converter:
         raw = ref["trajectory_path"]
         target, refusal = resolve_inside(raw, path.parent, self.root)
         if target is None:
-            self.warnings.append(f"{shown_path(path, self.root)}: {refusal}")
+            self.warnings.append(f"{self._shown(path)}: {refusal}")
             return
         if target in self.seen_files:
             return
         try:
-            doc = load_document(self.files, target, shown_path(target, self.root))
+            self.real_paths.add(target)
+            doc = load_document(self.files, target, shown_real(target, self.root))
         except FileMissing:
             self.warnings.append(
                 f"subagent trajectory {raw} not found (referenced from {path.name})"
@@ -296,7 +311,7 @@ class _Converter:
             self.warnings.append(f"subagent trajectory skipped: {exc}")
             return
         info = {
-            "trajectory_path": shown_path(target, self.root),
+            "trajectory_path": shown_real(target, self.root),
             "session_id": ref.get("session_id") or doc.get("session_id"),
         }
         self.subagents.append(self.convert(doc, target, info=info, **kwargs))

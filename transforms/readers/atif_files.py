@@ -51,6 +51,15 @@ def shown_path(path: Path, root: Path) -> str:
         return str(path)
 
 
+def shown_real(path: Path, root: Path) -> str:
+    """`shown_path` of a path already resolved (by `resolve_inside` or realpath): the same
+    text, without resolving it again."""
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
 def resolve_inside(raw: Any, base: Path, root: Path) -> tuple[Path | None, str | None]:
     """(path, None) for a reference that stays inside `root`, else (None, refusal reason).
 
@@ -94,7 +103,7 @@ def load_continuations(
         if target in seen:
             break
         try:
-            current_doc = load_document(files, target, shown_path(target, root))
+            current_doc = load_document(files, target, shown_real(target, root))
         except FileMissing:
             warnings.append(f"continuation {ref} not found (referenced from {current.name})")
             break
@@ -122,7 +131,7 @@ def load_continuations(
             continue
         seen.add(target)
         try:
-            loaded.append(load_document(files, target, shown_path(target, root)))
+            loaded.append(load_document(files, target, shown_real(target, root)))
         except ReaderError as exc:
             warnings.append(str(exc))
     return loaded

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
-from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits
+from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
 from transforms.readers.harbor_layout import find_trials, is_trial, job_name
 from transforms.readers.harbor_trial import read_trial
 
-__all__ = ["is_trial", "job_name", "read", "read_trial"]
+__all__ = ["is_trial", "job_name", "read", "read_trial", "read_trial_unit"]
 
 
 def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
@@ -35,3 +35,18 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
             yield read_trial(trial.path, trial.job, limits)
     if not found:
         raise ReaderError(f"{path}: no Harbor trial found (no result.json, agent/ or verifier/)")
+
+
+def read_trial_unit(
+    path: Path, limits: ReadLimits = DEFAULT_LIMITS, *, job: str
+) -> Iterator[Bundle]:
+    """`read` for a trial unit that discovery found in job `job`: a folder that is a trial
+    is read at once, its job's name as discovery read it (not re-read for every trial); any
+    other folder is read by `read` (a broken trial folder, a folder of trials)."""
+    path = Path(path)
+    files = TrialFiles(path, limits)
+    if is_trial(path, limits, files):
+        files.take_warnings()  # the trial reader probes again, and warns in its own order
+        yield read_trial(path, job, limits, files)
+    else:
+        yield from read(path, limits)

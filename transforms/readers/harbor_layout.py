@@ -47,9 +47,12 @@ class TrialDir:
     refusal: str | None = None
 
 
-def is_trial(folder: Path, limits: ReadLimits = DEFAULT_LIMITS) -> bool:
-    """A trial has agent/ or verifier/, or a result.json that names its trial or task."""
-    files = TrialFiles(folder, limits)
+def is_trial(
+    folder: Path, limits: ReadLimits = DEFAULT_LIMITS, files: TrialFiles | None = None
+) -> bool:
+    """A trial has agent/ or verifier/, or a result.json that names its trial or task.
+    `files` (rooted at `folder`) is used for the probes when given."""
+    files = files or TrialFiles(folder, limits)
     if files.is_dir(folder / "agent") or files.is_dir(folder / "verifier"):
         return True
     try:

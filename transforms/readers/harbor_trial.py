@@ -49,11 +49,15 @@ Records = list[dict[str, Any]]
 
 
 def read_trial(
-    trial_dir: Path, job: str | None = None, limits: ReadLimits = DEFAULT_LIMITS
+    trial_dir: Path,
+    job: str | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    files: TrialFiles | None = None,
 ) -> Bundle:
-    """The bundle of one trial; `job` is the Harbor job name (None when unknown)."""
+    """The bundle of one trial; `job` is the Harbor job name (None when unknown). `files`, a
+    `TrialFiles` rooted at `trial_dir` with no pending warnings, is used when given."""
     source = str(trial_dir)
-    files = TrialFiles(trial_dir, limits)
+    files = files or TrialFiles(trial_dir, limits)
     warnings: list[str] = []
     try:
         result = _load_object(files, trial_dir / "result.json", "result.json")

@@ -1,11 +1,11 @@
 """Beam sinks: per-job, sorted, deterministic files.
 
-Each written bundle is spilled to a part file and keyed by (job, shard) — the shard from a
-stable hash of the instance id; the part references are grouped once at the end, sorted by
-instance id, and the parts concatenated into the shard's files, so two runs over the same
-input give byte-identical files whatever order the runner processed bundles in, and memory
-does not grow with the number of records. Rejects and dead letters (small) are grouped and
-written whole, one file per job.
+Each written bundle is spilled as a part (to a spill file) and keyed by (job, shard) — the
+shard from a stable hash of the instance id; the part references are grouped once at the
+end, sorted by instance id, and the parts concatenated into the shard's files, so two runs
+over the same input give byte-identical files whatever order the runner processed bundles
+in, and memory does not grow with the number of records. Rejects and dead letters (small)
+are grouped and written whole, one file per job.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import orjson
 from apache_beam.pvalue import TaggedOutput
 
 from transforms.chain import DEAD_LETTER, dead_letter_record, job_of
-from transforms.sinks import layout
+from transforms.sinks import layout, parts
 from transforms.sinks.records import bundle_payload
 
 WRITTEN = "written"
@@ -36,13 +36,16 @@ def shard_of(instance_id: str, num_shards: int) -> int:
 
 
 class SpillBundle(beam.DoFn):
-    """bundle -> its IM lines and LF items spilled to a part file; ((job, shard), part ref).
+    """bundle -> its IM lines and LF items spilled as a part; ((job, shard), part ref).
 
     Only the small reference travels through the final grouping, so memory stays flat
-    however many records a job has; the part's name derives from the bundle's sort key, so
-    a retried bundle overwrites its own part. The bundle itself goes on to `WRITTEN` (stats
-    and counts); one that cannot be rendered is dead-lettered (stage `write`), while a
-    failing filesystem (full, read-only) fails the run rather than every bundle.
+    however many records a job has. Locally, the parts of one Beam bundle are appended to
+    one spill file per (job, shard) — named uniquely, so a retried bundle writes its own —
+    and a ref is (sort key, file, offset, size, LF item count, LF reshapes); on an object
+    store each part is a file of its own (offset 0), named from the bundle's sort key. The
+    bundle itself goes on to `WRITTEN` (stats and counts); one that cannot be rendered is
+    dead-lettered (stage `write`), while a failing filesystem (full, read-only) fails the run
+    rather than every bundle.
     """
 
     def __init__(
@@ -51,6 +54,10 @@ class SpillBundle(beam.DoFn):
         self.output = output
         self.num_shards = num_shards
         self.chat_template_tokenizer = chat_template_tokenizer
+        self._spills: dict[tuple[str, int], parts.SpillFile] = {}
+
+    def start_bundle(self) -> None:
+        self._spills = {}
 
     def process(self, bundle: dict[str, Any]) -> Iterator[Any]:
         try:
@@ -60,17 +67,39 @@ class SpillBundle(beam.DoFn):
             return
         job = job_of(bundle)
         shard = shard_of(bundle["instance_id"], self.num_shards)
-        part = layout.part_path(self.output, job, shard, repr(payload["sort_key"]))
-        layout.write_part(part, b"".join(payload["im_lines"]), b"\n".join(payload["lf_items"]))
+        part = parts.encode_part(b"".join(payload["im_lines"]), b"\n".join(payload["lf_items"]))
+        path, offset = self._spill(job, shard, payload["sort_key"], part)
         kinds = dict(Counter(payload["lf_reshapes"]))  # compact: refs are held until the end
-        ref = (payload["sort_key"], part, len(payload["lf_items"]), kinds)
-        yield (job, shard), ref
+        yield (job, shard), (payload["sort_key"], path, offset, len(part), kinds)
         yield TaggedOutput(WRITTEN, bundle)
+
+    def _spill(self, job: str, shard: int, sort_key: Any, part: bytes) -> tuple[str, int]:
+        """Where the part went: (file, offset)."""
+        if layout.is_remote(self.output):
+            path = layout.part_path(self.output, job, shard, repr(sort_key))
+            layout.write_bytes_once(path, part)
+            return path, 0
+        spill = self._spills.get((job, shard))
+        if spill is None:
+            spill = parts.SpillFile(layout.spill_path(self.output, job, shard))
+            self._spills[(job, shard)] = spill
+        return spill.path, spill.append(part)
+
+    def finish_bundle(self) -> None:
+        self._close()
+
+    def teardown(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        spills, self._spills = self._spills, {}
+        for spill in spills.values():
+            spill.close()
 
 
 class WriteShard(beam.DoFn):
     """((job, shard), part refs) -> the shard's im and lf files, parts concatenated in sort
-    order and then deleted; yields (job, LF reshape counts)."""
+    order, then their files deleted; yields (job, LF reshape counts)."""
 
     def __init__(self, output: str, num_shards: int) -> None:
         self.output = output
@@ -80,26 +109,29 @@ class WriteShard(beam.DoFn):
         (job, shard), refs = element
         ordered = sorted(refs, key=lambda ref: ref[0])
         folder = layout.job_dir(self.output, job)
-        parts = [ref[1] for ref in ordered]
         im_name = layout.shard_name(layout.IM, shard, self.num_shards)
         lf_name = layout.shard_name(layout.LF, shard, self.num_shards)
-        with (
-            layout.FileWriter(f"{folder}/{im_name}") as im,
-            layout.FileWriter(f"{folder}/{lf_name}") as lf,
-        ):
-            lf.write(b"[")
-            separator = b"\n"
-            for part in parts:
-                im_block, lf_block = layout.read_part(part)
-                im.write(im_block)
-                if lf_block:
-                    lf.write(separator + lf_block.replace(b"\n", b",\n"))
-                    separator = b",\n"
-            lf.write(b"]\n" if separator == b"\n" else b"\n]\n")
-        layout.delete(parts)
+        reader = layout.read_parts()
+        try:
+            with (
+                layout.FileWriter(f"{folder}/{im_name}") as im,
+                layout.FileWriter(f"{folder}/{lf_name}") as lf,
+            ):
+                lf.write(b"[")
+                separator = b"\n"
+                for _, path, offset, size, _ in ordered:
+                    im_block, lf_block = parts.decode_part(reader.read(path, offset, size))
+                    im.write(im_block)
+                    if lf_block:
+                        lf.write(separator + lf_block.replace(b"\n", b",\n"))
+                        separator = b",\n"
+                lf.write(b"]\n" if separator == b"\n" else b"\n]\n")
+        finally:
+            reader.close()
+        layout.delete(list(dict.fromkeys(ref[1] for ref in ordered)))
         reshapes: Counter[str] = Counter()
         for ref in ordered:
-            reshapes.update(ref[3])
+            reshapes.update(ref[4])
         yield job, dict(reshapes)
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import apache_beam as beam
 
-from transforms.bundle_steps import TALLIES
+from transforms.sinks.bundle_stats import add_bundle
 from transforms.sinks.lf_render import load_tokenizer
-from transforms.sinks.stats import ESTIMATE_METHOD, Stats, Tokenizer, token_count, tokenizer_method
+from transforms.sinks.stats import ESTIMATE_METHOD, Stats, Tokenizer, tokenizer_method
 
 
 class StatsCombineFn(beam.CombineFn):
@@ -32,17 +32,7 @@ class StatsCombineFn(beam.CombineFn):
     def add_input(self, stats: Stats, bundle: dict[str, Any]) -> Stats:
         if self.tokenizer_path and self._tokenizer is None:
             self._tokenizer = load_tokenizer(self.tokenizer_path)
-        records = bundle["records"]
-        counts = bundle.get("tool_call_counts") or [[0, 0]] * len(records)
-        main_scaffold = next(
-            (r["meta_info"]["unique_info"]["_score"] or {} for r in records), {}
-        ).get("scaffold")
-        for record, (calls, errors) in zip(records, counts, strict=True):
-            score = record["meta_info"]["unique_info"].get("_score")
-            scaffold = (score or {}).get("scaffold") or main_scaffold
-            tokens = token_count(record, self._tokenizer)
-            stats.add(record, score, calls, errors, scaffold, tokens)
-        return stats.add_tallies(bundle.get(TALLIES) or {})
+        return add_bundle(stats, bundle, self._tokenizer)
 
     def merge_accumulators(self, accumulators: Iterable[Stats]) -> Stats:
         merged: Stats | None = None

@@ -11,12 +11,14 @@ import hashlib
 import os
 import posixpath
 import shutil
+import uuid
 from typing import IO, Any
 
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.sinks import s3_empty  # noqa: F401  (empty files on s3://)
 from transforms.sinks.names import safe_job_name
+from transforms.sinks.parts import PartReader
 
 IM = "im"
 LF = "lf"
@@ -25,6 +27,11 @@ PARTS = ".parts"
 
 def _remote(path: str) -> bool:
     return "://" in path
+
+
+def is_remote(path: str) -> bool:
+    """A path with a scheme (gs://, s3://, ...), written through Beam's FileSystems."""
+    return _remote(path)
 
 
 def job_dir(output: str, job: str) -> str:
@@ -123,19 +130,24 @@ def part_path(output: str, job: str, shard: int, key: str) -> str:
     return f"{job_dir(output, job)}/{PARTS}/{shard:05d}/{digest}.part"
 
 
-def write_part(path: str, im_block: bytes, lf_block: bytes) -> None:
-    """One bundle's IM lines and LF items in one file: a 12-digit IM length, then both."""
+def spill_path(output: str, job: str, shard: int) -> str:
+    """A new local spill file of a shard: the parts of many bundles, one after another. Its
+    name is unique, so a retried Beam bundle never appends to the file of a failed one."""
+    return f"{job_dir(output, job)}/{PARTS}/{shard:05d}/{uuid.uuid4().hex}.spill"
+
+
+def read_parts() -> PartReader:
+    """A reader of parts by (path, offset, size): local spill files, or whole remote parts."""
+    return PartReader(read_bytes)
+
+
+def write_bytes_once(path: str, data: bytes) -> None:
+    """Write a whole file directly (no temporary name: for parts, read only by this run)."""
     handle = _create(path)
     try:
-        handle.write(b"%012d" % len(im_block) + im_block + lf_block)
+        handle.write(data)
     finally:
         handle.close()
-
-
-def read_part(path: str) -> tuple[bytes, bytes]:
-    data = read_bytes(path)
-    size = int(data[:12])
-    return data[12 : 12 + size], data[12 + size :]
 
 
 def json_array(items: list[bytes]) -> bytes:
