@@ -126,29 +126,30 @@ def _curate(config: RunConfig, run_id: str, log: Any) -> int:
         increment, inputs = planned
     started = time.monotonic()
     pipeline = _make_pipeline(config)
-    # A template launch only stages the graph: its job runs later, with no driver to publish.
+    # A template launch only stages the graph: its job runs later, with no driver to
+    # publish, so the job publishes its own outputs (`finalize_stage.py`).
     template = _is_template_launch(pipeline)
-    staging = config.output if template else staging_root(config.output, run_id)
+    staging = staging_root(config.output, run_id)
     metrics: dict[str, int] = {}
     if inputs:
-        metrics = _run_pipeline(pipeline, replace(config, inputs=inputs), staging)
+        todo = replace(config, inputs=inputs)
+        in_job = (config, increment, log) if template else None
+        metrics = _run_pipeline(pipeline, todo, staging, in_job)
     elif not _is_remote(staging):
         os.makedirs(staging, exist_ok=True)
     wall = time.monotonic() - started
-    if template:
+    if template and inputs:
         print(
             f"{PROG}: template launch: the job graph is staged for the launcher to submit; "
-            "manifests are not written by this process"
+            "the job publishes its outputs and manifests itself when it ends"
         )
         return 0
     summary = finalize(config, staging, wall, metrics, increment)
     print(render_summary(summary, config.output, wall))
     if config.llm_judge:
         print(_judge_line(config, summary["run"]))
-    run = summary["run"]
-    mode = "incremental" if increment.job_signatures else "full"
-    log.append(mode, run["curated_jobs"], run["kept_jobs"], run["accounting"])
-    return 0 if run["accounting"]["balanced"] else 1
+    log.finished(summary["run"], incremental=bool(increment.job_signatures))
+    return 0 if summary["run"]["accounting"]["balanced"] else 1
 
 
 def _plan_increment(config: RunConfig, log: Any) -> tuple[Any, tuple[str, ...]] | None:
@@ -178,10 +179,20 @@ def _plan_increment(config: RunConfig, log: Any) -> tuple[Any, tuple[str, ...]] 
     return Increment(plan.signature, signatures, kept), sources
 
 
-def _run_pipeline(pipeline: Any, config: RunConfig, staging: str) -> dict[str, int]:
+def _run_pipeline(
+    pipeline: Any, config: RunConfig, staging: str, publish_in_job: tuple[Any, ...] | None = None
+) -> dict[str, int]:
+    """Run the pipeline for `config` into `staging`; its Beam metrics. With `publish_in_job`
+    (the run's config, increment and log) the job's last stage completes and publishes the
+    outputs and logs the run: no driver will be there to do it."""
     from pipelines.run_pipeline import build
 
-    build(pipeline, config, staging)
+    writes = build(pipeline, config, staging)
+    if publish_in_job is not None:
+        from pipelines.finalize_stage import add_finalize
+
+        run_config, increment, log = publish_in_job
+        add_finalize(writes, run_config, staging, increment, log)
     try:
         result = pipeline.run()
         result.wait_until_finish()

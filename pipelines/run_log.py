@@ -28,8 +28,15 @@ class RunLog:
         self.path = output.rstrip("/") + "/" + RUN_LOG
         self.run_id = run_id
         self.version = version
-        self.started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        self._started = time.monotonic()
+        self._started = time.time()  # wall clock: a template's job logs on another machine
+        self.started_at = datetime.datetime.fromtimestamp(self._started, datetime.UTC).isoformat(
+            timespec="seconds"
+        )
+
+    def finished(self, run: dict[str, Any], incremental: bool) -> None:
+        """The line of a run that published its outputs (`run`: its manifest)."""
+        mode = "incremental" if incremental else "full"
+        self.append(mode, run["curated_jobs"], run["kept_jobs"], run["accounting"])
 
     def append(
         self,
@@ -42,7 +49,7 @@ class RunLog:
         entry = {
             "run_id": self.run_id,
             "started_at": self.started_at,
-            "wall_seconds": round(time.monotonic() - self._started, 3),
+            "wall_seconds": round(time.time() - self._started, 3),
             "mode": mode,
             "curated_jobs": sorted(curated),
             "kept_jobs": sorted(kept),

@@ -41,9 +41,10 @@ def _split(pcoll: Any, label: str, dofn: beam.DoFn) -> Any:
     return pcoll | label >> beam.ParDo(dofn).with_outputs(REJECTED, DEAD_LETTER, main="main")
 
 
-def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None) -> None:
+def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None) -> list[Any]:
     """Add every stage and sink of a run to `pipeline`; files go to `output` (a staging
-    folder, published by the driver) or `config.output`."""
+    folder, published by the driver) or `config.output`. Returns the outputs of every
+    writer: a stage that depends on all of them runs once every file is written."""
     settings = config.chain_settings()
     limits = config.read_limits()
     units = _split(
@@ -57,18 +58,20 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
         OpenUnits(limits, config.progress),
     )
     curated = _split(opened.main, "Curate", RunChain(stages_before_judge(settings)))
-    judged = _judge(curated.main, config, output or config.output)
+    judged, writes = _judge(curated.main, config, output or config.output)
     kept = _split(judged, "Filter", RunChain(stages_after_judge(settings)))
     stages = (units, opened, curated, kept)
     rejects = [s[REJECTED] for s in stages] | "AllRejects" >> beam.Flatten()
     dead = [s[DEAD_LETTER] for s in stages] | "AllDeadLetters" >> beam.Flatten()
-    _write_outputs(config, output or config.output, opened.main, kept.main, rejects, dead)
+    out = output or config.output
+    return [*writes, *_write_outputs(config, out, opened.main, kept.main, rejects, dead)]
 
 
-def _judge(scored: Any, config: RunConfig, out: str) -> Any:
-    """The optional LLM judges, on batches of bundles (or only their cost, in a dry run)."""
+def _judge(scored: Any, config: RunConfig, out: str) -> tuple[Any, list[Any]]:
+    """The optional LLM judges, on batches of bundles (or only their cost, in a dry run);
+    the judged bundles, and the writer of a dry run's estimate."""
     if not config.llm_judge:
-        return scored
+        return scored, []
     from transforms.judge_stage import JudgeBundles, PlanJudgeCalls, sum_estimates
 
     settings = config.judge_settings()
@@ -76,22 +79,23 @@ def _judge(scored: Any, config: RunConfig, out: str) -> Any:
         min_batch_size=1, max_batch_size=config.llm_batch_size
     )
     if not config.llm_dry_run:
-        return batches | "LLMJudge" >> beam.ParDo(JudgeBundles(settings))
+        return batches | "LLMJudge" >> beam.ParDo(JudgeBundles(settings)), []
     planned = batches | "PlanJudgeCalls" >> beam.ParDo(PlanJudgeCalls(settings)).with_outputs(
         "estimate", main="bundles"
     )
-    (
+    estimate = (
         planned.estimate
         | "AllEstimates" >> combiners.ToList()
         | "SumEstimates" >> beam.Map(lambda estimates: (RUN_KEY, sum_estimates(estimates)))
         | "WriteEstimate" >> beam.ParDo(WriteJobJson(out, DRY_RUN_FILE))
     )
-    return planned.bundles
+    return planned.bundles, [estimate]
 
 
 def _write_outputs(
     config: RunConfig, out: str, read: Any, kept: Any, rejects: Any, dead: Any
-) -> None:
+) -> list[Any]:
+    """The sinks; returns the outputs of every writer."""
     spilled = kept | "SpillBundles" >> beam.ParDo(
         SpillBundle(out, config.num_shards, config.chat_template_tokenizer)
     ).with_outputs(WRITTEN, DEAD_LETTER, main="refs")
@@ -102,13 +106,14 @@ def _write_outputs(
         | "GroupShards" >> beam.GroupByKey()
         | "WriteShards" >> beam.ParDo(WriteShard(out, config.num_shards))
     )
-    (
+    writes = [reshapes]
+    writes.append(
         reshapes
         | "SumReshapes" >> beam.CombinePerKey(sum_counts)
         | "WriteReshapes" >> beam.ParDo(WriteJobJson(out, RESHAPES_FILE))
     )
     for name, pcoll in (("rejects.jsonl", rejects), ("dead_letter.jsonl", dead)):
-        (
+        writes.append(
             pcoll
             | f"KeyByJob {name}" >> beam.Map(lambda r: (r["job"], r))
             | f"Group {name}" >> beam.GroupByKey()
@@ -119,17 +124,17 @@ def _write_outputs(
         | "StatsByJob" >> beam.Map(lambda b: (job_of(b), b))
         | "CombineStats" >> beam.CombinePerKey(StatsCombineFn(config.tokenizer))
     )
-    (
+    writes.append(
         per_job
         | "StatsJson" >> beam.MapTuple(lambda job, stats: (job, stats.to_json()))
         | "WriteStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json"))
     )
-    (
+    writes.append(
         per_job
         | "StatsState" >> beam.MapTuple(lambda job, stats: (job, stats.to_state()))
         | "WriteStatsState" >> beam.ParDo(WriteJobJson(out, STATS_STATE_FILE))
     )
-    (
+    writes.append(
         per_job
         | "JobStats" >> beam.Values()
         | "MergeRunStats" >> beam.CombineGlobally(MergeStats())
@@ -147,11 +152,12 @@ def _write_outputs(
         | "AllCounts" >> beam.Flatten()
         | "SumCounts" >> beam.CombinePerKey(sum_counts)
     )
-    (
+    writes.append(
         counts
         | "NameCounts" >> beam.MapTuple(lambda job, c: (job, {"job": job, "counts": c}))
         | "WriteCounts" >> beam.ParDo(WriteJobJson(out, COUNTS_FILE))
     )
+    return writes
 
 
 def _written_counts(bundle: dict[str, Any]) -> tuple[str, dict[str, int]]:

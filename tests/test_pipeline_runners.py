@@ -46,6 +46,31 @@ def test_multi_processing_gives_the_same_files(composed: Path, tmp_path: Path) -
         assert (tmp_path / "procs" / JOB / name).read_bytes() == memory, name
 
 
+def test_a_template_launch_s_job_publishes_what_a_driver_publishes(
+    composed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `--template_location` no driver is there at the end: the job's last stage
+    completes and publishes the outputs (run here by the local runner, as a worker would)."""
+    import orjson
+
+    assert run(composed, tmp_path / "driver") == 0
+    capsys.readouterr()
+    template = ("--template_location", str(tmp_path / "graph.json"))
+    assert run(composed, tmp_path / "job", *template) == 0
+    assert "the job publishes its outputs" in capsys.readouterr().out
+    for name in (*DATA_FILES, "dataset_info.json"):
+        driver = (tmp_path / "driver" / JOB / name).read_bytes()
+        assert (tmp_path / "job" / JOB / name).read_bytes() == driver, name
+    assert (tmp_path / "job" / "lf.stats.json").read_bytes() == (
+        tmp_path / "driver" / "lf.stats.json"
+    ).read_bytes()
+    manifest = orjson.loads((tmp_path / "job" / JOB / "manifest.json").read_bytes())
+    assert manifest["accounting"]["balanced"] and manifest["wall_seconds"] is None
+    assert not [p.name for p in (tmp_path / "job").iterdir() if p.name.startswith(".staging")]
+    (line,) = (tmp_path / "job" / "runs.jsonl").read_bytes().splitlines()
+    assert orjson.loads(line)["curated_jobs"] == [JOB]
+
+
 def test_portable_form_builds(composed: Path, tmp_path: Path) -> None:
     import apache_beam as beam
 

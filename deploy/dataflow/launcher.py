@@ -11,7 +11,8 @@ Three adaptations, all local to this file:
   trajcurate's flags (`--min-score`); Beam's own options pass through untouched.
 - `--config=gs://...` is copied to a local temp file first (`--config` reads a local file).
 - With `--template_location` the Dataflow runner only writes the job graph for the launcher
-  to submit: no job runs in this process, and `trajcurate run` knows it (no manifest).
+  to submit: no job runs in this process, so `trajcurate run` ends the job with a stage that
+  publishes the outputs and manifests itself (`pipelines/finalize_stage.py`).
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def main(argv: Sequence[str]) -> int:
     if _value(args, "--runner") is None:
         args.append("--runner=DataflowRunner")  # never fall back to a local run on the launcher
     # With --template_location, `trajcurate run` stages the job graph for the flex-template
-    # launcher to submit and writes no manifest (it sees the option itself).
+    # launcher to submit; the job's last stage publishes the outputs and manifests.
     from pipelines.cli import main as cli_main
 
     return cli_main(["run", *args])
