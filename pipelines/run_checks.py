@@ -125,9 +125,35 @@ def _check_reachable(endpoint: str, timeout: float = 5.0) -> None:
         raise ConfigError(f"cannot reach the object store at {endpoint}: {reason}") from None
 
 
+def _check_credentials(given: str, beam_args: tuple[str, ...]) -> None:
+    """Without credentials Beam retries a listing for minutes: say so in one line first."""
+    if given.startswith("s3://") and not any(
+        arg.split("=", 1)[0] == "--s3_access_key_id" for arg in beam_args
+    ):
+        import boto3
+
+        if boto3.session.Session().get_credentials() is None:
+            raise ConfigError(
+                f"--input: no AWS credentials for {given}: give --s3_access_key_id and "
+                "--s3_secret_access_key, or set AWS_ACCESS_KEY_ID / AWS_PROFILE"
+            )
+    if given.startswith("gs://") and not _endpoint(given, beam_args):
+        import google.auth
+        from google.auth.exceptions import DefaultCredentialsError
+
+        try:
+            google.auth.default()
+        except DefaultCredentialsError:
+            raise ConfigError(
+                f"--input: no Google Cloud credentials for {given}: run `gcloud auth "
+                "application-default login` or set GOOGLE_APPLICATION_CREDENTIALS"
+            ) from None
+
+
 def _check_remote_input(given: str, beam_args: tuple[str, ...]) -> None:
     if endpoint := _endpoint(given, beam_args):
         _check_reachable(endpoint)
+    _check_credentials(given, beam_args)
     try:
         listing = list_prefix(given)
     except Exception as exc:  # the store's own error, whatever its type

@@ -138,3 +138,32 @@ def test_every_folder_of_a_job_in_a_bucket_is_a_counted_trial(
     assert manifest["accounting"]["balanced"]
     rejects = [json.loads(x) for x in (out / JOB / "rejects.jsonl").read_text().splitlines()]
     assert any(r["instance_id"] == "config-only__aaaaaaa" for r in rejects)
+
+
+def test_no_aws_credentials_is_one_line_not_minutes_of_retries(
+    s3_store: StoreServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bucket = create_bucket(s3_store, "nocred")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role to probe
+    argv = ["--s3_endpoint_url", s3_store.endpoint]
+    assert _run(f"{bucket}jobs", str(tmp_path / "o"), *argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"trajcurate run: error: --input: no AWS credentials for {bucket}jobs")
+    assert not (tmp_path / "o").exists()
+
+
+def test_no_google_credentials_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("STORAGE_EMULATOR_HOST", "GOOGLE_APPLICATION_CREDENTIALS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))  # no gcloud login here
+    monkeypatch.setenv("NO_GCE_CHECK", "True")  # and no metadata server to ask
+    assert _run("gs://corpus/jobs", str(tmp_path / "o")) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("trajcurate run: error: --input: no Google Cloud credentials for")
