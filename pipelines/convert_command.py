@@ -128,6 +128,7 @@ def convert(args: argparse.Namespace, stderr: TextIO) -> ConvertStats:
             on_read=lambda bundle: _note_read(bundle, stats, args),
             stderr=stderr,
             label=PROG,
+            by_unit=True,
         )
         stats.counts = loop.run([str(p) for p in args.inputs], args.input_format)
     return stats

@@ -10,7 +10,7 @@ and per job (`read`, `written`, `rejected.<stage>`, `dead_letter.<stage>`, recor
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -29,6 +29,7 @@ from transforms.chain import (
 from transforms.intake import detect_units, open_unit
 from transforms.progress import Progress
 from transforms.readers.confined import ReadLimits
+from transforms.readers.discover import ReadUnit
 
 STDERR_DROP_LIMIT = 50  # drops echoed on stderr; the rest only go to the files
 
@@ -82,7 +83,10 @@ class CurationLoop:
         on_read: Callable[[Bundle], None] | None = None,
         stderr: TextIO | None = None,
         label: str = "trajcurate",
+        by_unit: bool = False,
     ) -> None:
+        """Inputs are detected first, then opened. `by_unit`: progress counts read units out
+        of their total (with a bar and ETA); else it counts bundles (one IM file holds many)."""
         self.stages = [*stages_before_judge(settings), *stages_after_judge(settings)]
         self.limits = limits
         self.write = write
@@ -90,25 +94,40 @@ class CurationLoop:
         self.on_read = on_read
         self.stderr = stderr
         self.counts = LoopCounts()
-        self.progress = Progress(stderr, label, every=1000) if stderr is not None else None
+        self.label = label
+        self.by_unit = by_unit
+        self.progress: Progress | None = None
         self._dropped = 0
 
     def run(self, paths: Iterable[str], forced_format: str | None = None) -> LoopCounts:
-        for path in paths:
-            self._count("detect.in")
-            for unit in detect_units(path, forced_format, self.limits):
-                self._count_outcome("detect", unit)
-                if isinstance(unit, Drop):
-                    self._drop(unit)
-                    continue
-                self._count("open.in")
-                for item in open_unit(unit, self.limits):
-                    self._count_outcome("open", item)
-                    if isinstance(item, Drop):
-                        self._drop(item)
-                    else:
-                        self._curate(item)
+        units = [unit for path in paths for unit in self._detect(path, forced_format)]
+        if self.stderr is not None:
+            total = len(units) if self.by_unit else None
+            unit_name = "units" if self.by_unit else "records"
+            self.progress = Progress(self.stderr, self.label, 1000, total=total, unit=unit_name)
+        for done, unit in enumerate(units, 1):
+            self._count("open.in")
+            for item in open_unit(unit, self.limits):
+                self._count_outcome("open", item)
+                if isinstance(item, Drop):
+                    self._drop(item)
+                else:
+                    self._curate(item)
+            if self.progress is not None and self.by_unit:
+                self.progress.update(done)
+        if self.progress is not None:
+            self.progress.close()
         return self.counts
+
+    def _detect(self, path: str, forced_format: str | None) -> Iterator[ReadUnit]:
+        """The read units of one input; what detection refuses is dropped here."""
+        self._count("detect.in")
+        for unit in detect_units(path, forced_format, self.limits):
+            self._count_outcome("detect", unit)
+            if isinstance(unit, Drop):
+                self._drop(unit)
+            else:
+                yield unit
 
     def _count_outcome(self, stage: str, item: object) -> None:
         self._count(f"{stage}.{item.kind if isinstance(item, Drop) else 'kept'}")
@@ -124,7 +143,7 @@ class CurationLoop:
         else:
             self.write(result)
             job.update(written_counts(result))
-        if self.progress is not None:
+        if self.progress is not None and not self.by_unit:
             self.progress.update(self.counts.stages["open.kept"])
 
     def _count(self, name: str) -> None:

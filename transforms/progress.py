@@ -1,4 +1,9 @@
-"""Progress lines on stderr for long runs: every N records or every few seconds."""
+"""Progress on stderr for long runs: count, rate and, when the total is known, a bar and ETA.
+
+On a terminal the line is redrawn in place (`\\r`); anywhere else (a log file, CI) it is a
+plain line every N records or every few seconds. Short runs print nothing. The text comes
+from tqdm's meter formatter (`format_meter`), so it reads like every other progress bar.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,16 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from tqdm import tqdm
+
 __all__ = ["Progress"]
 
 
 class Progress:
     """Report `done` counts to `stream` once `every` more records or `interval` s have passed.
 
-    Short runs print nothing. `clock` is injectable so tests need not sleep.
+    Without `total` the line is the count, elapsed time and rate; with it, also a bar, the
+    percentage and the time left. `clock` is injectable so tests need not sleep.
     """
 
     def __init__(
@@ -22,27 +30,55 @@ class Progress:
         every: int = 10_000,
         interval: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        total: int | None = None,
+        unit: str = "records",
     ) -> None:
         self._stream = stream
         self._label = label
         self._every = every
         self._interval = interval
         self._clock = clock
+        self._total = total
+        self._unit = unit
+        self._tty = _is_tty(stream)
         self._start = clock()
         self._last_time = self._start
         self._last_done = 0
+        self._drawn = False
 
     def update(self, done: int) -> None:
         """Called after each record with the number of records handled so far."""
         now = self._clock()
         if done - self._last_done < self._every and now - self._last_time < self._interval:
             return
-        elapsed = now - self._start
-        rate = done / elapsed if elapsed > 0 else 0.0
-        print(
-            f"{self._label}: {done} records, {elapsed:.1f} s, {rate:.0f}/s",
-            file=self._stream,
-            flush=True,
-        )
+        self._show(done, now - self._start)
         self._last_time = now
         self._last_done = done
+
+    def close(self) -> None:
+        """End a line redrawn in place on a terminal (nothing to do elsewhere)."""
+        if self._tty and self._drawn:
+            print(file=self._stream, flush=True)
+            self._drawn = False
+
+    def _show(self, done: int, elapsed: float) -> None:
+        if self._total is None:
+            rate = done / elapsed if elapsed > 0 else 0.0
+            text = f"{self._label}: {done} {self._unit}, {elapsed:.1f} s, {rate:.0f}/s"
+        else:
+            meter = tqdm.format_meter(
+                done, self._total, elapsed, ncols=100 if self._tty else 0, unit=f" {self._unit}"
+            )
+            text = f"{self._label}: {meter}"
+        if self._tty:
+            print("\r" + text, end="", file=self._stream, flush=True)
+            self._drawn = True
+        else:
+            print(text, file=self._stream, flush=True)
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,48 @@
+"""Progress on long runs: count, rate, and with a known total a percentage and time left;
+redrawn in place on a terminal, plain lines anywhere else."""
+
+from __future__ import annotations
+
+import io
+
+from transforms.progress import Progress
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_known_total_gives_percentage_rate_and_time_left() -> None:
+    now = [0.0]
+    stream = io.StringIO()
+    progress = Progress(stream, "run", every=100, clock=lambda: now[0], total=1000, unit="units")
+    for done in (100, 400):
+        now[0] += 2.0
+        progress.update(done)
+    progress.close()
+    assert stream.getvalue().splitlines() == [
+        "run:  10% 100/1000 [00:02<00:18, 50.00 units/s]",
+        "run:  40% 400/1000 [00:04<00:06, 100.00 units/s]",
+    ]
+
+
+def test_a_terminal_gets_one_line_redrawn_with_a_bar() -> None:
+    now = [0.0]
+    stream = Terminal()
+    progress = Progress(stream, "run", every=1, clock=lambda: now[0], total=4, unit="units")
+    for done in (1, 2, 3, 4):
+        now[0] += 1.0
+        progress.update(done)
+    progress.close()
+    text = stream.getvalue()
+    assert text.count("\r") == 4 and text.endswith("\n") and text.count("\n") == 1
+    assert "100%|" in text and "4/4" in text
+
+
+def test_a_short_run_prints_nothing() -> None:
+    stream = Terminal()
+    progress = Progress(stream, "run", every=1000, clock=lambda: 0.0, total=10)
+    progress.update(3)
+    progress.close()
+    assert stream.getvalue() == ""
