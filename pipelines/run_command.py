@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.beam_args import option_strings, unknown_argument_error, unknown_beam_args
 from pipelines.config import ConfigError, RunConfig, add_run_arguments, config_from_args
@@ -32,6 +32,10 @@ from pipelines.run_checks import (
     root_cause,
     set_filesystem_options,
 )
+from pipelines.run_log import RunLog
+
+if TYPE_CHECKING:
+    from pipelines.manifest import Increment
 
 
 def add_parser(subcommands: Any) -> None:
@@ -103,7 +107,6 @@ def execute(config: RunConfig) -> int:
     """Run the pipeline for `config`, finalize the outputs, print the summary; exit code.
     Every run that got this far adds its line to the run log (`DIR/runs.jsonl`)."""
     from pipelines.manifest import package_version
-    from pipelines.run_log import RunLog
 
     run_id = new_run_id()
     log = RunLog(config.output, run_id, package_version("trajcurate"))
@@ -115,7 +118,7 @@ def execute(config: RunConfig) -> int:
         raise
 
 
-def _curate(config: RunConfig, run_id: str, log: Any) -> int:
+def _curate(config: RunConfig, run_id: str, log: RunLog) -> int:
     from pipelines.manifest import Increment, finalize
 
     increment, inputs = Increment(), config.inputs
@@ -152,7 +155,9 @@ def _curate(config: RunConfig, run_id: str, log: Any) -> int:
     return 0 if summary["run"]["accounting"]["balanced"] else 1
 
 
-def _plan_increment(config: RunConfig, log: Any) -> tuple[Any, tuple[str, ...]] | None:
+def _plan_increment(
+    config: RunConfig, log: RunLog
+) -> tuple[Increment, tuple[str, ...]] | None:
     """`--skip-unchanged`: None when nothing changed; else what the run knows and the inputs
     it has to curate (only the new and changed jobs, when it can tell; maybe none)."""
     from pipelines.incremental import kept_jobs, plan_inputs
@@ -180,7 +185,10 @@ def _plan_increment(config: RunConfig, log: Any) -> tuple[Any, tuple[str, ...]] 
 
 
 def _run_pipeline(
-    pipeline: Any, config: RunConfig, staging: str, publish_in_job: tuple[Any, ...] | None = None
+    pipeline: Any,
+    config: RunConfig,
+    staging: str,
+    publish_in_job: tuple[RunConfig, Increment, RunLog] | None = None,
 ) -> dict[str, int]:
     """Run the pipeline for `config` into `staging`; its Beam metrics. With `publish_in_job`
     (the run's config, increment and log) the job's last stage completes and publishes the
