@@ -290,6 +290,13 @@ def gcs_store(gcs_server: StoreServer, use_store: Any) -> StoreServer:
     return store
 
 
+@pytest.fixture(params=["s3", "gcs"])
+def store(request: pytest.FixtureRequest) -> StoreServer:
+    """Each store in turn (a test using it runs once on S3, once on GCS)."""
+    server: StoreServer = request.getfixturevalue(f"{request.param}_store")
+    return server
+
+
 # ---- helpers through the native clients (boto3 / google-cloud-storage) ----------------------
 
 

@@ -108,13 +108,19 @@ def test_only_new_and_changed_jobs_are_curated_again(
     assert log[3]["accounting"]["in"] == log[2]["accounting"]["in"] == 6 + 12
 
 
-def test_a_damaged_or_differently_curated_job_is_redone(
-    corpus: Path, synth_jobs: Path, tmp_path: Path
-) -> None:
+def _curated_with_new_jobs(corpus: Path, synth_jobs: Path, tmp_path: Path) -> Path:
+    """The corpus with the synth jobs added, curated once with --skip-unchanged; the output."""
     for job in synth_jobs.iterdir():
         shutil.copytree(job, corpus / job.name)
     out = tmp_path / "out"
     assert _run(str(corpus), str(out), "--skip-unchanged") == 0
+    return out
+
+
+def test_a_damaged_or_differently_curated_job_is_redone(
+    corpus: Path, synth_jobs: Path, tmp_path: Path
+) -> None:
+    out = _curated_with_new_jobs(corpus, synth_jobs, tmp_path)
     (out / COMPOSED / "lf.json").write_bytes(b"[]\n")
     assert _run(str(corpus), str(out), "--skip-unchanged") == 0
     assert _log((out / "runs.jsonl").read_bytes())[-1]["curated_jobs"] == [COMPOSED]
@@ -126,10 +132,7 @@ def test_a_damaged_or_differently_curated_job_is_redone(
 def test_a_vanished_job_leaves_the_run_manifest(
     corpus: Path, synth_jobs: Path, tmp_path: Path
 ) -> None:
-    for job in synth_jobs.iterdir():
-        shutil.copytree(job, corpus / job.name)
-    out = tmp_path / "out"
-    assert _run(str(corpus), str(out), "--skip-unchanged") == 0
+    out = _curated_with_new_jobs(corpus, synth_jobs, tmp_path)
     gone = sorted(p.name for p in synth_jobs.iterdir())[0]
     shutil.rmtree(corpus / gone)
     assert _run(str(corpus), str(out), "--skip-unchanged") == 0
@@ -164,12 +167,6 @@ def test_two_job_folders_of_one_job_name_are_signed_and_curated_together(
     plan = plan_inputs(RunConfig(inputs=(str(corpus),), output=str(tmp_path / "o")), "v")
     assert plan.jobs is not None and list(plan.jobs) == [COMPOSED]
     assert plan.jobs[COMPOSED].sources == [str(corpus / COMPOSED), str(twin)]
-
-
-@pytest.fixture(params=["s3", "gcs"])
-def store(request: pytest.FixtureRequest) -> StoreServer:
-    server: StoreServer = request.getfixturevalue(f"{request.param}_store")
-    return server
 
 
 def test_a_growing_bucket_prefix_is_curated_incrementally(

@@ -28,12 +28,6 @@ JOB = "2026-06-16__12-00-00"
 DATA_FILES = ("im.jsonl", "lf.json", "lf.stats.json", "dataset_info.json")
 
 
-@pytest.fixture(params=["s3", "gcs"])
-def store(request: pytest.FixtureRequest) -> StoreServer:
-    server: StoreServer = request.getfixturevalue(f"{request.param}_store")
-    return server
-
-
 def _run(inputs: str, output: str, *extra: str) -> int:
     argv = ["run", "--no-progress", "--instance-status", "all", "--input", inputs]
     return main([*argv, "--output", output, *extra])
