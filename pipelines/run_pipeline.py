@@ -47,8 +47,9 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
     writer: a stage that depends on all of them runs once every file is written."""
     settings = config.chain_settings()
     limits = config.read_limits()
+    inputs = pipeline | "Inputs" >> beam.Create(sorted(config.inputs))
     units = _split(
-        pipeline | "Inputs" >> beam.Create(sorted(config.inputs)),
+        inputs,
         "Detect",
         DetectUnits(config.input_format, limits),
     )
@@ -64,7 +65,7 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
     rejects = [s[REJECTED] for s in stages] | "AllRejects" >> beam.Flatten()
     dead = [s[DEAD_LETTER] for s in stages] | "AllDeadLetters" >> beam.Flatten()
     out = output or config.output
-    return [*writes, *_write_outputs(config, out, opened.main, kept.main, rejects, dead)]
+    return [*writes, *_write_outputs(config, out, inputs, opened.main, kept.main, rejects, dead)]
 
 
 def _judge(scored: Any, config: RunConfig, out: str) -> tuple[Any, list[Any]]:
@@ -93,13 +94,14 @@ def _judge(scored: Any, config: RunConfig, out: str) -> tuple[Any, list[Any]]:
 
 
 def _write_outputs(
-    config: RunConfig, out: str, read: Any, kept: Any, rejects: Any, dead: Any
+    config: RunConfig, out: str, inputs: Any, read: Any, kept: Any, rejects: Any, dead: Any
 ) -> list[Any]:
-    """The sinks; returns the outputs of every writer."""
+    """The sinks; returns the outputs of every writer. Few transforms: Beam inspects every
+    DoFn several times while it builds, translates and runs the pipeline (fixed cost)."""
     spilled = kept | "SpillBundles" >> beam.ParDo(
         SpillBundle(out, config.num_shards, config.chat_template_tokenizer)
     ).with_outputs(WRITTEN, DEAD_LETTER, main="refs")
-    written = spilled[WRITTEN]
+    written = spilled[WRITTEN]  # (job, bundle)
     dead = (dead, spilled[DEAD_LETTER]) | "WithWriteDeadLetters" >> beam.Flatten()
     reshapes = (
         spilled.refs
@@ -119,32 +121,18 @@ def _write_outputs(
             | f"Group {name}" >> beam.GroupByKey()
             | f"Write {name}" >> beam.ParDo(WriteJobLines(out, name))
         )
-    per_job = (
-        written
-        | "StatsByJob" >> beam.Map(lambda b: (job_of(b), b))
-        | "CombineStats" >> beam.CombinePerKey(StatsCombineFn(config.tokenizer))
+    per_job = written | "CombineStats" >> beam.CombinePerKey(StatsCombineFn(config.tokenizer))
+    writes.append(
+        per_job | "WriteStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json", "to_json"))
     )
     writes.append(
-        per_job
-        | "StatsJson" >> beam.MapTuple(lambda job, stats: (job, stats.to_json()))
-        | "WriteStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json"))
+        per_job | "WriteStatsState" >> beam.ParDo(WriteJobJson(out, STATS_STATE_FILE, "to_state"))
     )
-    writes.append(
-        per_job
-        | "StatsState" >> beam.MapTuple(lambda job, stats: (job, stats.to_state()))
-        | "WriteStatsState" >> beam.ParDo(WriteJobJson(out, STATS_STATE_FILE))
-    )
-    writes.append(
-        per_job
-        | "JobStats" >> beam.Values()
-        | "MergeRunStats" >> beam.CombineGlobally(MergeStats())
-        | "KeyRunStats" >> beam.Map(lambda stats: (RUN_KEY, stats))
-        | "WriteRunStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json"))
-    )
+    writes.append(_run_stats(inputs, per_job, out))
     counts = (
         (
             read | "CountRead" >> beam.Map(lambda b: (job_of(b), {"read": 1})),
-            written | "CountWritten" >> beam.Map(_written_counts),
+            written | "CountWritten" >> beam.MapTuple(_written_counts),
             rejects
             | "CountRejects" >> beam.Map(lambda r: (r["job"], {f"rejected.{r['stage']}": 1})),
             dead | "CountDead" >> beam.Map(lambda r: (r["job"], {f"dead_letter.{r['stage']}": 1})),
@@ -152,13 +140,23 @@ def _write_outputs(
         | "AllCounts" >> beam.Flatten()
         | "SumCounts" >> beam.CombinePerKey(sum_counts)
     )
-    writes.append(
-        counts
-        | "NameCounts" >> beam.MapTuple(lambda job, c: (job, {"job": job, "counts": c}))
-        | "WriteCounts" >> beam.ParDo(WriteJobJson(out, COUNTS_FILE))
-    )
+    writes.append(counts | "WriteCounts" >> beam.ParDo(WriteJobJson(out, COUNTS_FILE, "counts")))
     return writes
 
 
-def _written_counts(bundle: dict[str, Any]) -> tuple[str, dict[str, int]]:
-    return job_of(bundle), written_counts(bundle)
+def _run_stats(inputs: Any, per_job: Any, out: str) -> Any:
+    """The run's stats, merged from the jobs': one key, seeded with one None per input so
+    that a run in which no job has a written bundle still writes (empty) stats."""
+    return (
+        (
+            per_job | "RunStatsOfJob" >> beam.MapTuple(lambda _job, stats: (RUN_KEY, stats)),
+            inputs | "RunStatsSeed" >> beam.Map(lambda _input: (RUN_KEY, None)),
+        )
+        | "AllRunStats" >> beam.Flatten()
+        | "MergeRunStats" >> beam.CombinePerKey(MergeStats())
+        | "WriteRunStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json"))
+    )
+
+
+def _written_counts(job: str, bundle: dict[str, Any]) -> tuple[str, dict[str, int]]:
+    return job, written_counts(bundle)

@@ -13,7 +13,6 @@ type refuses the trajectory (see `atif_messages.py`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,7 +114,7 @@ def records_from_atif(
     (outside the root, not a regular file, corrupt, wrong-typed content).
     """
     doc = load_document(files, path, files.shown(path))
-    resolved = Path(os.path.realpath(path))
+    resolved = Path(files.resolve(path))  # its real path (it was just read, so inside)
     return _records(
         doc, resolved, files, instance_id, metadata, usage, agent, query_source, date, real=True
     )

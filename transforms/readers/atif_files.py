@@ -118,9 +118,11 @@ def load_continuations(
         return loaded
     stem = path.name.removesuffix(".json")
     siblings = sorted(
-        (int(m.group(1)), p)
-        for p in files.list_dir(path.parent)
-        if (m := CONTINUATION_NAME.search(p.name)) and p.name == f"{stem}.cont-{m.group(1)}.json"
+        (int(m.group(1)), path.parent / name)
+        for name in files.list_names(path.parent)
+        if name.startswith(stem)
+        and (m := CONTINUATION_NAME.search(name))
+        and name == f"{stem}.cont-{m.group(1)}.json"
     )
     for _, sibling in siblings:
         target, refusal = resolve_inside(sibling.name, path.parent, root)

@@ -17,6 +17,7 @@ refused (`ReaderError` naming the file, the step and the field), not turned into
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -225,7 +226,75 @@ def terminus_answer(message: str, calls: list[Message], label: str, warnings: li
             warnings.append(f"{label}: Terminus-2 tool call {call['name']!r} is not a command")
     answer = {"analysis": analysis, "plan": plan, "commands": commands}
     answer["task_complete"] = task_complete
-    return json.dumps(answer, indent=2, ensure_ascii=False)
+    return indented_json(answer)
+
+
+_ENCODE_STRING = json.encoder.encode_basestring  # what `ensure_ascii=False` uses (C when built)
+_CONSTANTS = {None: "null", True: "true", False: "false"}
+
+
+def indented_json(value: Any) -> str:
+    """`json.dumps(value, indent=2, ensure_ascii=False)`, the same text, without the stdlib's
+    pure-Python indenting encoder: JSON as `orjson` loads it (exact str / int / float /
+    bool / None / list / dict with str keys) is written here, anything else by `json`."""
+    parts: list[str] = []
+    if not _append_indented(value, "\n", parts):
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    return "".join(parts)
+
+
+def _append_indented(value: Any, newline: str, parts: list[str]) -> bool:
+    """Append `value`'s text (nested lines start with `newline`); False: not plain JSON."""
+    kind = type(value)
+    if kind is str:
+        parts.append(_ENCODE_STRING(value))
+    elif value is None or kind is bool:
+        parts.append(_CONSTANTS[value])
+    elif kind is int:
+        parts.append(int.__repr__(value))
+    elif kind is float:
+        if value != value or value in (math.inf, -math.inf):
+            return False  # NaN / Infinity: as `json` spells them
+        parts.append(float.__repr__(value))
+    elif kind is list:
+        return _append_list(value, newline, parts)
+    elif kind is dict:
+        return _append_dict(value, newline, parts)
+    else:
+        return False
+    return True
+
+
+def _append_list(value: list[Any], newline: str, parts: list[str]) -> bool:
+    if not value:
+        parts.append("[]")
+        return True
+    inner = newline + "  "
+    separator = "[" + inner
+    for item in value:
+        parts.append(separator)
+        if not _append_indented(item, inner, parts):
+            return False
+        separator = "," + inner
+    parts.append(newline + "]")
+    return True
+
+
+def _append_dict(value: dict[Any, Any], newline: str, parts: list[str]) -> bool:
+    if not value:
+        parts.append("{}")
+        return True
+    inner = newline + "  "
+    separator = "{" + inner
+    for key, item in value.items():
+        if type(key) is not str:
+            return False
+        parts.append(separator + _ENCODE_STRING(key) + ": ")
+        if not _append_indented(item, inner, parts):
+            return False
+        separator = "," + inner
+    parts.append(newline + "}")
+    return True
 
 
 def _is_terminus_json(message: str) -> bool:

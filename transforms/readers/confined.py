@@ -107,6 +107,32 @@ def _inside(real: str, real_root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
+_REAL_FOLDERS: dict[str, str] = {}  # a trial's parent (its job) -> real path, per process
+_REAL_FOLDERS_MAX = 1024
+_LOCATED_MAX = 4096
+
+
+def _real_folder(folder: str) -> str:
+    """`os.path.realpath(folder)`; for a folder that is no symlink, its parent's real path
+    (kept: trials of one job share it) joined with its name — one `lstat`."""
+    absolute = os.path.abspath(folder)
+    parent, name = os.path.split(absolute)
+    if name in ("", ".", ".."):
+        return os.path.realpath(absolute)
+    try:
+        linked = stat.S_ISLNK(os.lstat(absolute).st_mode)
+    except OSError:
+        linked = True
+    if linked:
+        return os.path.realpath(absolute)
+    real_parent = _REAL_FOLDERS.get(parent)
+    if real_parent is None:
+        if len(_REAL_FOLDERS) >= _REAL_FOLDERS_MAX:
+            _REAL_FOLDERS.clear()
+        real_parent = _REAL_FOLDERS[parent] = os.path.realpath(parent)
+    return os.path.join(real_parent, name)
+
+
 def _wide_codec(data: bytes) -> str | None:
     for bom, codec in _WIDE_BOMS:
         if data.startswith(bom):
@@ -165,12 +191,14 @@ class TrialFiles:
         trusted: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         self.root = Path(root)
-        self.real_root = os.path.realpath(self.root)
+        self.real_root = _real_folder(os.fspath(root))
         self.limits = limits
         self.scope = scope
         self._abs_root = os.path.abspath(self.root)
         self._trusted = frozenset(os.path.abspath(p) for p in trusted)
         self._real_dirs: dict[str, str] = {}
+        # path as given -> (real path, own mode when known: 0 absent, None ask `stat`)
+        self._located: dict[str, tuple[str, int | None]] = {}
         self.warnings: list[str] = []
 
     @classmethod
@@ -207,31 +235,53 @@ class TrialFiles:
     def _real(self, absolute: str) -> str:
         """`os.path.realpath(absolute)`, resolving only below the (already resolved) root: a
         folder's real path is kept, so each entry costs one `lstat` unless it is a symlink."""
+        return self._leaf(absolute)[0]
+
+    def _leaf(self, absolute: str) -> tuple[str, int | None]:
+        """(`_real(absolute)`, the entry's own `lstat` mode when it is not a symlink: 0 when
+        it is absent, None when unknown — a symlink, or a path not below the root)."""
         if absolute == self._abs_root:
-            return self.real_root
+            return self.real_root, None
         parent, name = os.path.split(absolute)
         if name in ("", ".", "..") or not _inside(parent, self._abs_root):
-            return os.path.realpath(absolute)
+            return os.path.realpath(absolute), None
         real_parent = self._real_dirs.get(parent)
         if real_parent is None:
             real_parent = self._real_dirs[parent] = self._real(parent)
         candidate = os.path.join(real_parent, name)
         try:
-            linked = stat.S_ISLNK(os.lstat(candidate).st_mode)
+            mode = os.lstat(candidate).st_mode
         except OSError as exc:
-            linked = exc.errno not in _MISSING  # a missing entry is where it would be
-        return os.path.realpath(candidate) if linked else candidate
+            if exc.errno in _MISSING:  # a missing entry is where it would be
+                return candidate, 0
+            return os.path.realpath(candidate), None
+        if stat.S_ISLNK(mode):
+            return os.path.realpath(candidate), None
+        return candidate, mode
 
-    def resolve(self, path: str | os.PathLike[str]) -> str:
-        """The real path of `path`; `ReaderError` when it leaves the root."""
-        absolute = os.path.abspath(path)
-        real = self._real(absolute)
-        if absolute in self._trusted or _inside(real, self.real_root):
-            return real
+    def _locate(self, path: str | os.PathLike[str]) -> tuple[str, int | None]:
+        """(real path, own mode or 0 / None as `_leaf`) of a path inside the root (or
+        trusted); `ReaderError` when it leaves the root. Kept per path: a trial is read
+        once, and every open is `O_NOFOLLOW` and `fstat`ed, so a later swap is refused."""
+        key = os.fspath(path)
+        located = self._located.get(key)
+        if located is not None:
+            return located
+        absolute = os.path.abspath(key)
+        located = self._leaf(absolute)
+        if absolute in self._trusted or _inside(located[0], self.real_root):
+            if len(self._located) >= _LOCATED_MAX:  # a long walk of an input folder
+                self._located.clear()
+            self._located[key] = located
+            return located
         shown = self.shown(path)
         if _inside(absolute, self._abs_root):
             raise ReaderError(f"refused {shown}: a symlink to a target outside {self.scope}")
         raise ReaderError(f"refused {shown}: outside {self.scope}")
+
+    def resolve(self, path: str | os.PathLike[str]) -> str:
+        """The real path of `path`; `ReaderError` when it leaves the root."""
+        return self._locate(path)[0]
 
     def _refused(self, path: str | os.PathLike[str], mode: int) -> ReaderError:
         return ReaderError(f"refused {self.shown(path)}: {_kind(mode)}, not a regular file")
@@ -346,16 +396,19 @@ class TrialFiles:
     def _mode(self, path: str | os.PathLike[str]) -> int | None:
         """The mode of a confined file or folder; None when absent or refused (warned)."""
         try:
-            real = self.resolve(path)
+            real, mode = self._locate(path)
         except ReaderError as exc:
             self._warn(str(exc))
             return None
-        try:
-            mode = os.stat(real).st_mode
-        except OSError as exc:
-            if exc.errno not in _MISSING:
-                self._warn(str(_os_error(exc, self.shown(path))))
+        if mode == 0:
             return None
+        if mode is None:
+            try:
+                mode = os.stat(real).st_mode
+            except OSError as exc:
+                if exc.errno not in _MISSING:
+                    self._warn(str(_os_error(exc, self.shown(path))))
+                return None
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             self._warn(str(self._refused(path, mode)))
             return None
@@ -371,14 +424,18 @@ class TrialFiles:
 
     def list_dir(self, path: str | os.PathLike[str]) -> list[Path]:
         """The entries of a confined folder, sorted by name (unclassified: probe them)."""
+        return [Path(path) / name for name in self.list_names(path)]
+
+    def list_names(self, path: str | os.PathLike[str]) -> list[str]:
+        """The names in a confined folder, sorted (`list_dir` without building paths)."""
         if not self.is_dir(path):
             return []
         try:
-            names = os.listdir(self._real(os.path.abspath(path)))
+            names = os.listdir(self.resolve(path))
         except OSError as exc:
             self._warn(str(_os_error(exc, self.shown(path))))
             return []
-        return [Path(path) / name for name in sorted(names)]
+        return sorted(names)
 
     def glob(self, path: str | os.PathLike[str], pattern: str, *, dirs: bool = False) -> list[Path]:
         """Confined regular files (or folders, with `dirs`) in `path` whose name matches."""

@@ -67,14 +67,17 @@ def child_folders(folder: Path, scope: str) -> list[tuple[Path, str | None]]:
     `folder` (a symlink out); files, FIFOs and dangling links are not folders."""
     real_folder = os.path.realpath(folder)
     try:
-        names = sorted(os.listdir(folder))
+        with os.scandir(folder) as listing:
+            entries = sorted((e.name, e) for e in listing if not e.name.startswith("."))
     except OSError:
         return []
     out: list[tuple[Path, str | None]] = []
-    for name in names:
-        if name.startswith("."):
-            continue
+    for name, entry in entries:
         child = folder / name
+        if not _is_symlink(entry):  # its real path is the folder's: no `realpath` to walk
+            if _is_dir(entry):
+                out.append((child, None))
+            continue
         real = os.path.realpath(child)
         if not os.path.isdir(real):
             continue
@@ -83,6 +86,20 @@ def child_folders(folder: Path, scope: str) -> list[tuple[Path, str | None]]:
         else:
             out.append((child, f"refused {name}: a symlink to a folder outside {scope}"))
     return out
+
+
+def _is_symlink(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return True  # unknown: resolved the long way
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def _trials_among(children: list[tuple[Path, str | None]], limits: ReadLimits) -> bool:

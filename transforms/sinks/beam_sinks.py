@@ -43,9 +43,9 @@ class SpillBundle(beam.DoFn):
     one spill file per (job, shard) — named uniquely, so a retried bundle writes its own —
     and a ref is (sort key, file, offset, size, LF item count, LF reshapes); on an object
     store each part is a file of its own (offset 0), named from the bundle's sort key. The
-    bundle itself goes on to `WRITTEN` (stats and counts); one that cannot be rendered is
-    dead-lettered (stage `write`), while a failing filesystem (full, read-only) fails the run
-    rather than every bundle.
+    bundle itself goes on to `WRITTEN` as (job, bundle), for the stats and counts; one that
+    cannot be rendered is dead-lettered (stage `write`), while a failing filesystem (full,
+    read-only) fails the run rather than every bundle.
     """
 
     def __init__(
@@ -71,7 +71,7 @@ class SpillBundle(beam.DoFn):
         path, offset = self._spill(job, shard, payload["sort_key"], part)
         kinds = dict(Counter(payload["lf_reshapes"]))  # compact: refs are held until the end
         yield (job, shard), (payload["sort_key"], path, offset, len(part), kinds)
-        yield TaggedOutput(WRITTEN, bundle)
+        yield TaggedOutput(WRITTEN, (job, bundle))
 
     def _spill(self, job: str, shard: int, sort_key: Any, part: bytes) -> tuple[str, int]:
         """Where the part went: (file, offset)."""
@@ -163,14 +163,26 @@ RUN_KEY = None
 
 
 class WriteJobJson(beam.DoFn):
-    """(job, JSON-able value) -> DIR/<job>/<name>, or DIR/<name> for the run (sorted keys)."""
+    """(job, JSON-able value) -> DIR/<job>/<name>, or DIR/<name> for the run (sorted keys).
 
-    def __init__(self, output: str, name: str) -> None:
+    `render` names what is written of the value: the value itself, `to_json` / `to_state`
+    (a `Stats` method: no transform of its own to call it), or `counts` ({job, counts})."""
+
+    def __init__(self, output: str, name: str, render: str | None = None) -> None:
         self.output = output
         self.name = name
+        self.render = render
+
+    def _rendered(self, job: str | None, value: Any) -> Any:
+        if self.render is None:
+            return value
+        if self.render == "counts":
+            return {"job": job, "counts": value}
+        return getattr(value, self.render)()
 
     def process(self, element: tuple[str | None, Any]) -> Iterator[str | None]:
         job, value = element
+        value = self._rendered(job, value)
         data = orjson.dumps(value, option=_SORT | orjson.OPT_INDENT_2) + b"\n"
         folder = self.output if job is RUN_KEY else layout.job_dir(self.output, job)
         layout.write_bytes(f"{folder.rstrip('/')}/{self.name}", data)

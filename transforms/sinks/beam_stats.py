@@ -45,12 +45,15 @@ class StatsCombineFn(beam.CombineFn):
 
 
 class MergeStats(beam.CombineFn):
-    """Merges per-job `Stats` into the run's (no record is counted twice)."""
+    """Merges per-job `Stats` into the run's (no record is counted twice); a None input
+    (the pipeline's seed, so that a run with no job still has its stats) adds nothing."""
 
     def create_accumulator(self) -> Stats | None:
         return None
 
-    def add_input(self, merged: Stats | None, stats: Stats) -> Stats:
+    def add_input(self, merged: Stats | None, stats: Stats | None) -> Stats | None:
+        if stats is None:
+            return merged
         return stats if merged is None else merged.merge(stats)
 
     def merge_accumulators(self, accumulators: Iterable[Stats | None]) -> Stats | None:
