@@ -37,8 +37,9 @@ RESHAPES_FILE = ".lf_reshapes.json"
 STATS_STATE_FILE = ".stats_state.json"  # the job's mergeable stats, for incremental runs
 
 
-def _split(pcoll: Any, label: str, dofn: beam.DoFn) -> Any:
-    return pcoll | label >> beam.ParDo(dofn).with_outputs(REJECTED, DEAD_LETTER, main="main")
+def _split(pcoll: Any, label: str, dofn: beam.DoFn, *side_inputs: Any) -> Any:
+    pardo = beam.ParDo(dofn, *side_inputs)
+    return pcoll | label >> pardo.with_outputs(REJECTED, DEAD_LETTER, main="main")
 
 
 def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None) -> list[Any]:
@@ -53,10 +54,17 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
         "Detect",
         DetectUnits(config.input_format, limits),
     )
+    # With progress on, every unit is counted first: the progress line then has a total.
+    total = (
+        [beam.pvalue.AsSingleton(units.main | "CountUnits" >> combiners.Count.Globally())]
+        if config.progress
+        else []
+    )
     opened = _split(
         units.main | "ReshuffleUnits" >> beam.Reshuffle(),
         "Open",
         OpenUnits(limits, config.progress),
+        *total,
     )
     curated = _split(opened.main, "Curate", RunChain(stages_before_judge(settings)))
     judged, writes = _judge(curated.main, config, output or config.output)

@@ -4,7 +4,11 @@ redrawn in place on a terminal, plain lines anywhere else."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import pytest
+
+from pipelines.cli import main
 from transforms.progress import Progress
 
 
@@ -46,3 +50,24 @@ def test_a_short_run_prints_nothing() -> None:
     progress.update(3)
     progress.close()
     assert stream.getvalue() == ""
+
+
+def test_a_long_run_shows_units_out_of_their_total_and_writes_the_same_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jobs = tmp_path / "jobs"
+    synth = ["synth", "--out", str(jobs), "--jobs", "1", "--trials", "1001", "--seed", "4"]
+    assert main(synth) == 0
+    capsys.readouterr()
+    assert main(["run", "--input", str(jobs), "--output", str(tmp_path / "with")]) == 0
+    lines = capsys.readouterr().err.splitlines()  # every 1,000 units, or every 5 s
+    assert lines and all(
+        line.startswith("trajcurate run: read: ") and "/1001 [" in line and "units/s]" in line
+        for line in lines
+    ), lines
+    assert any(" 1000/1001 [" in line for line in lines), lines
+    quiet = tmp_path / "without"
+    assert main(["run", "--no-progress", "--input", str(jobs), "--output", str(quiet)]) == 0
+    for path in sorted(quiet.rglob("*.json*")):
+        if path.name not in ("manifest.json", "runs.jsonl"):
+            assert (tmp_path / "with" / path.relative_to(quiet)).read_bytes() == path.read_bytes()

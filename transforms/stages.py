@@ -75,30 +75,35 @@ class DetectUnits(_Counting):
 
 
 class OpenUnits(_Counting):
-    """A read unit -> its bundles. With `progress`, a progress line on stderr on long runs."""
+    """A read unit -> its bundles. With `progress`, a progress line on stderr on long runs:
+    units opened out of `total` (a side input: every unit detected) with rate and ETA."""
 
     def __init__(self, limits: ReadLimits, progress: bool = False) -> None:
         super().__init__()
         self.limits = limits
         self.progress = progress
         self._progress: Progress | None = None
-        self._read = 0
+        self._opened = 0
 
-    def setup(self) -> None:
-        if self.progress:
-            self._progress = Progress(sys.stderr, "trajcurate run: read", every=1000)
-
-    def process(self, unit: ReadUnit) -> Iterator[Any]:
+    def process(self, unit: ReadUnit, total: int | None = None) -> Iterator[Any]:
         self.count(f"{OPEN}.in")
         for item in open_unit(unit, self.limits):
-            if isinstance(item, Drop):
-                self.count(f"{OPEN}.{item.kind}")
-            else:
-                self.count(f"{OPEN}.kept")
-                self._read += 1
-                if self._progress is not None:
-                    self._progress.update(self._read)
+            self.count(f"{OPEN}.{item.kind}" if isinstance(item, Drop) else f"{OPEN}.kept")
             yield _route(item)
+        self._show_progress(total)
+
+    def _show_progress(self, total: int | None) -> None:
+        if not self.progress:
+            return
+        if self._progress is None:
+            label = "trajcurate run: read"
+            self._progress = Progress(sys.stderr, label, every=1000, total=total, unit="units")
+        self._opened += 1
+        self._progress.update(self._opened)
+
+    def teardown(self) -> None:
+        if self._progress is not None:
+            self._progress.close()
 
 
 class RunChain(_Counting):
