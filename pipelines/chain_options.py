@@ -97,61 +97,66 @@ class Option:
         )
 
 
-CHAIN_OPTIONS: dict[str, Option] = {
-    option.name: option
-    for option in (
-        Option(
-            "instance_status",
-            str,
-            "resolved",
-            "keep trials by verifier reward: resolved, unresolved or all",
-            choices=STATUSES,
-        ),
-        Option("reward_key", str, "reward", "the reward key the gate reads"),
-        Option("reward_threshold", float, 1.0, "resolved means reward >= this", low=-1e9, high=1e9),
-        Option(
-            "min_score",
-            float,
-            None,
-            "keep a bundle only if its best main-agent score reaches this",
-            low=0.0,
-            high=1.0,
-        ),
-        Option("score_key", str, "composite_score", "the score key the filter reads"),
-        Option(
-            "redact",
-            str,
-            "mask",
-            "secrets in messages, tool calls and results: mask them with a typed placeholder, "
-            "drop (reject) the trial, or off",
-            choices=REDACT_MODES,
-        ),
-        Option(
-            "max_file_mb",
-            float,
-            ReadLimits().max_file_bytes / MIB,
-            "refuse any input file larger than this many MiB",
-            low=0.001,
-            high=1e6,
-            metavar="MB",
-        ),
-        Option(
-            "input_format",
-            str,
-            None,
-            "read every input as this format instead of detecting it",
-            choices=FORMATS,
-            flag_name="--format",
-        ),
-        Option(
-            "scaffold",
-            str,
-            None,
-            "score every record as this scaffold instead of detecting it",
-            choices=SCAFFOLDS,
-        ),
-    )
-}
+def options_by_name(*options: Option) -> dict[str, Option]:
+    """A table of options by name (each name once)."""
+    table = {option.name: option for option in options}
+    if len(table) != len(options):
+        raise ValueError("an option is declared twice")
+    return table
+
+
+CHAIN_OPTIONS = options_by_name(
+    Option(
+        "instance_status",
+        str,
+        "resolved",
+        "keep trials by verifier reward: resolved, unresolved or all",
+        choices=STATUSES,
+    ),
+    Option("reward_key", str, "reward", "the reward key the gate reads"),
+    Option("reward_threshold", float, 1.0, "resolved means reward >= this", low=-1e9, high=1e9),
+    Option(
+        "min_score",
+        float,
+        None,
+        "keep a bundle only if its best main-agent score reaches this",
+        low=0.0,
+        high=1.0,
+    ),
+    Option("score_key", str, "composite_score", "the score key the filter reads"),
+    Option(
+        "redact",
+        str,
+        "mask",
+        "secrets in messages, tool calls and results: mask them with a typed placeholder, "
+        "drop (reject) the trial, or off",
+        choices=REDACT_MODES,
+    ),
+    Option(
+        "max_file_mb",
+        float,
+        ReadLimits().max_file_bytes / MIB,
+        "refuse any input file larger than this many MiB",
+        low=0.001,
+        high=1e6,
+        metavar="MB",
+    ),
+    Option(
+        "input_format",
+        str,
+        None,
+        "read every input as this format instead of detecting it",
+        choices=FORMATS,
+        flag_name="--format",
+    ),
+    Option(
+        "scaffold",
+        str,
+        None,
+        "score every record as this scaffold instead of detecting it",
+        choices=SCAFFOLDS,
+    ),
+)
 
 
 # The options every command that runs the chain takes (besides its own: --format, --scaffold).

@@ -19,6 +19,7 @@ from pipelines.chain_options import (
     Option,
     add_chain_arguments,
     chain_settings,
+    options_by_name,
     read_limits,
 )
 from scorers.tqs_v2 import SCORE_KEYS
@@ -37,88 +38,80 @@ RUN_CHAIN_OPTIONS = (*CURATION_OPTIONS, "input_format")
 
 # `run`'s own options (the chain's are in chain_options.CHAIN_OPTIONS): one declaration each,
 # with type and range, for flags and YAML keys alike.
-RUN_OPTIONS: dict[str, Option] = {
-    option.name: option
-    for option in (
-        Option(
-            "num_shards",
-            int,
-            0,
-            "im/lf files per job: 0 = one im.jsonl and one lf.json",
-            low=0,
-            high=100_000,
-        ),
-        Option("tokenizer", str, None, "local tokenizer for token stats", metavar="PATH"),
-        Option(
-            "chat_template_tokenizer",
-            str,
-            None,
-            "render LF records through this local tokenizer's chat template",
-            metavar="PATH",
-        ),
-    )
-}
-LLM_OPTIONS: dict[str, Option] = {
-    option.name: option
-    for option in (
-        Option(
-            "llm_judge",
-            str,
-            None,
-            "judge with the fixed checklist, the dynamic one, or both",
-            choices=JUDGE_KINDS,
-        ),
-        Option("llm_model", str, "gpt-4o-mini", "model name at the endpoint"),
-        Option(
-            "llm_base_url",
-            str,
-            None,
-            "OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI)",
-            metavar="URL",
-        ),
-        Option("llm_concurrency", int, 4, "requests in flight per worker", low=1, high=1024),
-        Option("llm_rpm", float, None, "requests per minute for the whole job", low=0.001),
-        Option("llm_tpm", float, None, "tokens per minute for the whole job", low=1),
-        Option(
-            "llm_workers",
-            int,
-            1,
-            "workers sharing the budget (each gets rpm/tpm divided by this)",
-            low=1,
-            high=100_000,
-        ),
-        Option("llm_max_retries", int, 5, "retries per request", low=0, high=100),
-        Option("llm_timeout", float, 120.0, "seconds per request", low=0.1, high=86_400),
-        Option(
-            "llm_cache",
-            str,
-            None,
-            "answer cache (local or Beam filesystem path): never pay twice",
-            metavar="DIR",
-        ),
-        Option("llm_batch_size", int, 16, "bundles per judging batch", low=1, high=100_000),
-        Option(
-            "llm_envoy",
-            str,
-            None,
-            "Envoy rate-limit service holding one budget for all workers "
-            "(instead of --llm-rpm/--llm-tpm divided by --llm-workers)",
-            metavar="HOST:PORT",
-        ),
-        Option("llm_envoy_domain", str, "trajcurate", "its rate-limit domain"),
-        Option(
-            "llm_question_field",
-            str,
-            None,
-            "_instance_metadata / unique_info field holding the task statement",
-        ),
-        Option("llm_price_in", float, 0.0, "USD per million input tokens", low=0, high=1e6),
-        Option("llm_price_out", float, 0.0, "USD per million output tokens", low=0, high=1e6),
-    )
-}
+RUN_OPTIONS = options_by_name(
+    Option(
+        "num_shards",
+        int,
+        0,
+        "im/lf files per job: 0 = one im.jsonl and one lf.json",
+        low=0,
+        high=100_000,
+    ),
+    Option("tokenizer", str, None, "local tokenizer for token stats", metavar="PATH"),
+    Option(
+        "chat_template_tokenizer",
+        str,
+        None,
+        "render LF records through this local tokenizer's chat template",
+        metavar="PATH",
+    ),
+)
+LLM_OPTIONS = options_by_name(
+    Option(
+        "llm_judge",
+        str,
+        None,
+        "judge with the fixed checklist, the dynamic one, or both",
+        choices=JUDGE_KINDS,
+    ),
+    Option("llm_model", str, "gpt-4o-mini", "model name at the endpoint"),
+    Option(
+        "llm_base_url",
+        str,
+        None,
+        "OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI)",
+        metavar="URL",
+    ),
+    Option("llm_concurrency", int, 4, "requests in flight per worker", low=1, high=1024),
+    Option("llm_rpm", float, None, "requests per minute for the whole job", low=0.001),
+    Option("llm_tpm", float, None, "tokens per minute for the whole job", low=1),
+    Option(
+        "llm_workers",
+        int,
+        1,
+        "workers sharing the budget (each gets rpm/tpm divided by this)",
+        low=1,
+        high=100_000,
+    ),
+    Option("llm_max_retries", int, 5, "retries per request", low=0, high=100),
+    Option("llm_timeout", float, 120.0, "seconds per request", low=0.1, high=86_400),
+    Option(
+        "llm_cache",
+        str,
+        None,
+        "answer cache (local or Beam filesystem path): never pay twice",
+        metavar="DIR",
+    ),
+    Option("llm_batch_size", int, 16, "bundles per judging batch", low=1, high=100_000),
+    Option(
+        "llm_envoy",
+        str,
+        None,
+        "Envoy rate-limit service holding one budget for all workers "
+        "(instead of --llm-rpm/--llm-tpm divided by --llm-workers)",
+        metavar="HOST:PORT",
+    ),
+    Option("llm_envoy_domain", str, "trajcurate", "its rate-limit domain"),
+    Option(
+        "llm_question_field",
+        str,
+        None,
+        "_instance_metadata / unique_info field holding the task statement",
+    ),
+    Option("llm_price_in", float, 0.0, "USD per million input tokens", low=0, high=1e6),
+    Option("llm_price_out", float, 0.0, "USD per million output tokens", low=0, high=1e6),
+)
 _VALUED = {**{n: CHAIN_OPTIONS[n] for n in RUN_CHAIN_OPTIONS}, **RUN_OPTIONS, **LLM_OPTIONS}
-
-
 
 
 def _default(name: str) -> Any:
