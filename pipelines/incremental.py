@@ -225,12 +225,14 @@ def _add_job(
 def kept_jobs(jobs: dict[str, JobPlan], output: str) -> dict[str, dict[str, Any]]:
     """The jobs whose folder in `output` can stand (folder -> its manifest): signed as now,
     with the stats state an incremental run merges, and every file matching the manifest."""
+    from apache_beam.io.filesystems import FileSystems
+
     from pipelines.manifest import read_manifest
     from pipelines.output_folder import verify_outputs
 
     kept: dict[str, dict[str, Any]] = {}
     for folder, job in sorted(jobs.items()):
-        where = f"{output.rstrip('/')}/{folder}" if is_remote(output) else str(Path(output, folder))
+        where = FileSystems.join(output, folder)
         manifest = read_manifest(where)
         if (
             manifest.get("input_signature") == job.signature

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import sys
 import time
 from dataclasses import replace
@@ -134,12 +133,10 @@ def _curate(config: RunConfig, run_id: str, log: RunLog) -> int:
     template = _is_template_launch(pipeline)
     staging = staging_root(config.output, run_id)
     metrics: dict[str, int] = {}
-    if inputs:
+    if inputs:  # an incremental run may keep every job: then there is nothing to run
         todo = replace(config, inputs=inputs)
         in_job = (config, increment, log) if template else None
         metrics = _run_pipeline(pipeline, todo, staging, in_job)
-    elif not _is_remote(staging):
-        os.makedirs(staging, exist_ok=True)
     wall = time.monotonic() - started
     if template and inputs:
         print(
@@ -208,10 +205,6 @@ def _run_pipeline(
         remove_staging(config.output)
         raise OutputError(f"the run failed, nothing was published: {root_cause(exc)}") from None
     return stage_metrics(result)
-
-
-def _is_remote(path: str) -> bool:
-    return "://" in path
 
 
 def stage_metrics(result: Any) -> dict[str, int]:
