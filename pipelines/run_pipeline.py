@@ -26,6 +26,9 @@ from transforms.sinks.beam_sinks import (
     WriteJobJson,
     WriteJobLines,
     WriteShard,
+    job_counts,
+    stats_json,
+    stats_state,
     sum_counts,
 )
 from transforms.sinks.beam_stats import MergeStats, StatsCombineFn
@@ -131,10 +134,10 @@ def _write_outputs(
         )
     per_job = written | "CombineStats" >> beam.CombinePerKey(StatsCombineFn(config.tokenizer))
     writes.append(
-        per_job | "WriteStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json", "to_json"))
+        per_job | "WriteStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json", stats_json))
     )
     writes.append(
-        per_job | "WriteStatsState" >> beam.ParDo(WriteJobJson(out, STATS_STATE_FILE, "to_state"))
+        per_job | "WriteStatsState" >> beam.ParDo(WriteJobJson(out, STATS_STATE_FILE, stats_state))
     )
     writes.append(_run_stats(inputs, per_job, out))
     counts = (
@@ -148,7 +151,7 @@ def _write_outputs(
         | "AllCounts" >> beam.Flatten()
         | "SumCounts" >> beam.CombinePerKey(sum_counts)
     )
-    writes.append(counts | "WriteCounts" >> beam.ParDo(WriteJobJson(out, COUNTS_FILE, "counts")))
+    writes.append(counts | "WriteCounts" >> beam.ParDo(WriteJobJson(out, COUNTS_FILE, job_counts)))
     return writes
 
 

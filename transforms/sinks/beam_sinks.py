@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
@@ -165,25 +165,36 @@ RUN_KEY = None
 class WriteJobJson(beam.DoFn):
     """(job, JSON-able value) -> DIR/<job>/<name>, or DIR/<name> for the run (sorted keys).
 
-    `render` names what is written of the value: the value itself, `to_json` / `to_state`
-    (a `Stats` method: no transform of its own to call it), or `counts` ({job, counts})."""
+    `render(job, value)`, when given, is what is written instead of the value (one of the
+    functions below: no transform of its own to call it)."""
 
-    def __init__(self, output: str, name: str, render: str | None = None) -> None:
+    def __init__(
+        self, output: str, name: str, render: Callable[[str | None, Any], Any] | None = None
+    ) -> None:
         self.output = output
         self.name = name
         self.render = render
 
-    def _rendered(self, job: str | None, value: Any) -> Any:
-        if self.render is None:
-            return value
-        if self.render == "counts":
-            return {"job": job, "counts": value}
-        return getattr(value, self.render)()
-
     def process(self, element: tuple[str | None, Any]) -> Iterator[str | None]:
         job, value = element
-        value = self._rendered(job, value)
+        if self.render is not None:
+            value = self.render(job, value)
         data = orjson.dumps(value, option=_SORT | orjson.OPT_INDENT_2) + b"\n"
         folder = self.output if job is RUN_KEY else layout.job_dir(self.output, job)
         layout.write_bytes(f"{folder.rstrip('/')}/{self.name}", data)
         yield job
+
+
+def stats_json(_job: str | None, stats: Any) -> Any:
+    """A job's `lf.stats.json` object, from its `Stats`."""
+    return stats.to_json()
+
+
+def stats_state(_job: str | None, stats: Any) -> Any:
+    """A job's mergeable stats (`Stats.to_state`), for incremental runs."""
+    return stats.to_state()
+
+
+def job_counts(job: str | None, counts: Any) -> Any:
+    """A job's counts, with its name (the job name is data, its folder name may differ)."""
+    return {"job": job, "counts": counts}
