@@ -25,6 +25,7 @@ from pipelines.run_pipeline import COUNTS_FILE, RESHAPES_FILE, STATS_STATE_FILE
 from scorers.tqs_v2 import SCORER_NAME, SCORER_VERSION
 from transforms.chain import accounting
 from transforms.sinks import layout
+from transforms.sinks.beam_stats import MergeStats
 from transforms.sinks.lf import dataset_info
 from transforms.sinks.lf_render import rendered_dataset_info_entry
 from transforms.sinks.stats import Stats
@@ -186,13 +187,14 @@ def _finish_job(
 
 
 def _merged_stats(manifests: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run's `lf.stats.json` from its jobs' states, as the pipeline merges them."""
-    merged: Stats | None = None
+    """The run's `lf.stats.json` from its jobs' states, merged by the pipeline's own
+    combiner (a job without a state wrote nothing and adds nothing)."""
+    combine = MergeStats()
+    merged = combine.create_accumulator()
     for manifest in sorted(manifests, key=lambda m: str(m["job"])):
         if isinstance(state := manifest.get("stats_state"), dict):
-            stats = Stats.from_state(state)
-            merged = stats if merged is None else merged.merge(stats)
-    return (merged or Stats()).to_json()
+            merged = combine.add_input(merged, Stats.from_state(state))
+    return combine.extract_output(merged)
 
 
 def _dataset_info(config: RunConfig, lf_files: list[str], job: str) -> dict[str, Any]:
