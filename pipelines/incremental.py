@@ -44,7 +44,8 @@ _NOT_IN_SIGNATURE = frozenset({"beam_args", "skip_unchanged", "progress"})
 
 @dataclass(frozen=True, slots=True)
 class InputFile:
-    """One file of an input: its path below the input root ('/'-separated), size, mtime."""
+    """One file of an input: its path below the input root ('/'-separated), size, mtime;
+    or a local folder (its path ends in '/'; size and mtime 0: its files speak for it)."""
 
     path: str
     size: int
@@ -136,15 +137,17 @@ def _local_files(root: str) -> list[InputFile]:
     if not os.path.isdir(root):
         return [InputFile("", top.st_size, top.st_mtime_ns)]
     files: list[InputFile] = []
-    for folder, _dirs, names in os.walk(root):  # links to folders are not entered
+    for folder, dirs, names in os.walk(root):  # links to folders are not entered
         rel = os.path.relpath(folder, root)
+        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        # Every folder of a job is a trial unit, an empty one too: folders are listed.
+        files.extend(InputFile(f"{prefix}{name}/", 0, 0) for name in dirs)
         for name in names:
             try:
                 st = os.lstat(os.path.join(folder, name))
             except OSError:
                 continue
-            path = name if rel == "." else f"{rel}/{name}".replace(os.sep, "/")
-            files.append(InputFile(path, st.st_size, st.st_mtime_ns))
+            files.append(InputFile(prefix + name, st.st_size, st.st_mtime_ns))
     return files
 
 

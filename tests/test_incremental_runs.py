@@ -141,6 +141,22 @@ def test_a_vanished_job_leaves_the_run_manifest(
     _same_as_full_run(out, corpus, tmp_path / "a")
 
 
+def test_an_empty_trial_folder_added_or_removed_redoes_its_job(
+    corpus: Path, synth_jobs: Path, tmp_path: Path
+) -> None:
+    """Every folder of a job is a counted trial, an empty one too: the listing sees it."""
+    out = _curated_with_new_jobs(corpus, synth_jobs, tmp_path)
+    empty = corpus / COMPOSED / "empty-trial__zzzzzzz"
+    empty.mkdir()
+    assert _run(str(corpus), str(out), "--skip-unchanged") == 0
+    assert _log((out / "runs.jsonl").read_bytes())[-1]["curated_jobs"] == [COMPOSED]
+    assert orjson.loads((out / COMPOSED / "manifest.json").read_bytes())["accounting"]["in"] == 7
+    empty.rmdir()
+    assert _run(str(corpus), str(out), "--skip-unchanged") == 0
+    assert _log((out / "runs.jsonl").read_bytes())[-1]["curated_jobs"] == [COMPOSED]
+    _same_as_full_run(out, corpus, tmp_path / "a")
+
+
 def test_inputs_that_are_not_harbor_jobs_are_curated_whole(
     shared_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
