@@ -20,9 +20,17 @@ _ALLOWED_NEXT = {
 
 
 def role_order_problem(record: Mapping[str, Any]) -> str | None:
-    """Why the record's message roles are not in a trainable order, or None if they are."""
-    messages = record.get("messages") or []
-    roles = [m.get("role") for m in messages if m.get("role") != "system"]
+    """Why the record's message roles are not in a trainable order, or None if they are.
+
+    formats.md §4 (corrected): after an assistant message WITH `tool_calls` come the `tool`
+    messages answering them (`tool_call_id` matching, in call order; see `_answers_problem`
+    for the one tolerance, an unanswered call); an assistant message
+    WITHOUT `tool_calls` is followed by a `user` message (a follow-up request, in any
+    scaffold) or ends the record. So multi-turn sessions are valid, and a `tool` message that
+    answers no call of the assistant message before it is not.
+    """
+    messages = [m for m in record.get("messages") or [] if m.get("role") != "system"]
+    roles = [m.get("role") for m in messages]
     if not roles:
         return "no messages besides the system prompt"
     if roles[0] != "user":
@@ -32,18 +40,44 @@ def role_order_problem(record: Mapping[str, Any]) -> str | None:
     for index, (current, following) in enumerate(pairwise(roles)):
         if following not in _ALLOWED_NEXT.get(current or "", frozenset()):
             return f"message {index + 2} ({following!r}) may not follow {current!r}"
-    if _calls_tools(record):
-        assistants = [m for m in messages if m.get("role") == "assistant"]
-        for position, message in enumerate(assistants[:-1], start=1):
-            if not message.get("tool_calls"):
-                return f"assistant message {position} of {len(assistants)} has no tool_calls"
+    for index, message in enumerate(messages):
+        if message.get("role") == "assistant":
+            problem = _answers_problem(messages, index)
+            if problem:
+                return f"message {index + 1}: {problem}"
     return None
 
 
-def _calls_tools(record: Mapping[str, Any]) -> bool:
-    """Tool-calling scaffolds declare named tools; Terminus-2 records declare none."""
-    tools = record.get("tools") or []
-    return any(isinstance(t, Mapping) and (t.get("function") or {}).get("name") for t in tools)
+def _answers_problem(messages: Sequence[Mapping[str, Any]], index: int) -> str | None:
+    """What is wrong with the messages after assistant message `index`, or None.
+
+    With calls: `tool` messages follow, each answering a different call of this message, in
+    call order. A call left unanswered (a killed run, a lost result) is tolerated; a `user`
+    message right after the calls is not. The last assistant message may end on its calls.
+    Without calls: a `user` message or the end follows (a `tool` message answers nothing).
+    """
+    calls = messages[index].get("tool_calls") or []
+    answers = []
+    for later in messages[index + 1 :]:
+        if later.get("role") != "tool":
+            break
+        answers.append(str(later.get("tool_call_id") or ""))
+    if not calls:
+        return "a tool message follows an assistant message without tool_calls" if answers else None
+    if not answers:
+        if index + 1 == len(messages):
+            return None
+        return f"its {len(calls)} tool call(s) are not answered by tool messages"
+    call_ids = [str(call.get("id") or "") if isinstance(call, Mapping) else "" for call in calls]
+    if not _in_order(answers, call_ids):
+        return f"tool messages answer {answers} but the tool calls are {call_ids} (in call order)"
+    return None
+
+
+def _in_order(answers: list[str], call_ids: list[str]) -> bool:
+    """Each answer names a different call, in the calls' order (a subsequence of them)."""
+    remaining = iter(call_ids)
+    return all(any(answer == call_id for call_id in remaining) for answer in answers)
 
 
 def record_problem(record: object) -> str | None:
@@ -64,4 +98,15 @@ def bundle_problem(records: Sequence[object]) -> str | None:
         problem = record_problem(record)
         if problem:
             return f"record {index + 1} of {len(records)}: {problem}"
+    if not any(_agent_type(record) == "main" for record in records):
+        # e.g. a standalone Claude Code subagent transcript: its prompt came from a parent
+        # model the bundle does not hold, and a subagent never goes out without its main
+        return "no main-agent record: subagent records only"
     return None
+
+
+def _agent_type(record: object) -> str:
+    meta = record.get("meta_info") if isinstance(record, Mapping) else None
+    info = meta.get("unique_info") if isinstance(meta, Mapping) else None
+    kind = info.get("_agent_type") if isinstance(info, Mapping) else None
+    return kind if isinstance(kind, str) else "main"

@@ -29,7 +29,9 @@ _ALLOWED_AFTER = {
 
 
 def role_order_problem(record: Mapping[str, Any]) -> str | None:
-    """The first IM order rule (formats.md §4) the record breaks, or None."""
+    """The first IM order rule (formats.md §4, corrected) the record breaks, or None: calls
+    are answered by the tool messages after them, in call order; an assistant message
+    without calls is followed by a user message (multi-turn) or ends the record."""
     messages = record["messages"]
     roles = [m["role"] for m in messages]
     body = roles[1:] if roles and roles[0] == "system" else roles
@@ -42,11 +44,21 @@ def role_order_problem(record: Mapping[str, Any]) -> str | None:
     for before, after in pairwise(body):
         if after not in _ALLOWED_AFTER[before]:
             return f"{after!r} after {before!r}"
-    if record["tools"]:
-        assistants = [m for m in messages if m["role"] == "assistant"]
-        for position, message in enumerate(assistants[:-1]):
-            if not message.get("tool_calls"):
-                return f"assistant message {position} has no tool_calls"
+    for index, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        following = []
+        for later in messages[index + 1 :]:
+            if later["role"] != "tool":
+                break
+            following.append(later["tool_call_id"])
+        calls = [call["id"] for call in message.get("tool_calls") or []]
+        if following and not calls:
+            return f"tool message after assistant message {index}, which calls no tool"
+        if calls and (following or index + 1 < len(messages)):
+            order = [calls.index(i) if i in calls else -1 for i in following]
+            if not following or -1 in order or order != sorted(set(order)):
+                return f"assistant message {index}: calls {calls} answered by {following}"
     return None
 
 
@@ -69,10 +81,16 @@ def native_records(
     agent: dict[str, Any] | None = None,
     metadata: dict[str, Any] | None = None,
     usage: dict[str, Any] | None = None,
+    instruction: str | None = None,
 ) -> NativeRecords | None:
     """`module.records_from_agent_dir` on `agent_dir`, the trial being its parent folder."""
     ctx = ReadContext(
-        TrialFiles(agent_dir.parent), instance_id, agent or {}, metadata or {}, usage or {}
+        TrialFiles(agent_dir.parent),
+        instance_id,
+        agent or {},
+        metadata or {},
+        usage or {},
+        instruction,
     )
     found: NativeRecords | None = module.records_from_agent_dir(ctx, agent_dir)
     return found

@@ -2,8 +2,10 @@
 
 first non-system role `user`; last role `assistant`; after `user` only `assistant`; after
 `assistant` only `tool` or `user`; after `tool` only `tool` or `assistant`; a system
-message only first; every assistant message but the last carries `tool_calls` unless the
-record has no tools.
+message only first. Corrected §4: an assistant message with `tool_calls` is followed by the
+tool messages answering them (ids matching, in call order; a call may go unanswered, and
+the last assistant message may end on its calls); one without `tool_calls` is followed by a
+user message or ends the record (multi-turn sessions are valid, in any scaffold).
 """
 
 from __future__ import annotations
@@ -37,12 +39,29 @@ def role_order_errors(record: Mapping[str, Any]) -> list[str]:
     for (_, role), (index, following) in pairwise(body):
         if following not in ALLOWED_NEXT.get(role, set()):
             errors.append(f"message {index}: {following} after {role}")
-    if record.get("tools"):
-        last = body[-1][0]
-        for index, message in enumerate(messages):
-            if message["role"] == "assistant" and index != last and not message.get("tool_calls"):
-                errors.append(f"message {index}: assistant without tool_calls before the end")
+    for index, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        answers = []
+        for later in messages[index + 1 :]:
+            if later["role"] != "tool":
+                break
+            answers.append(later.get("tool_call_id"))
+        call_ids = [call["id"] for call in message.get("tool_calls") or []]
+        if not call_ids and answers:
+            errors.append(f"message {index}: tool message after an assistant without tool_calls")
+        elif call_ids and not _answers_calls(answers, call_ids, index == len(messages) - 1):
+            errors.append(f"message {index}: calls {call_ids} answered by {answers}")
     return errors
+
+
+def _answers_calls(answers: list[str], call_ids: list[str], last: bool) -> bool:
+    """Answers name distinct calls in call order (an unanswered call is tolerated); only the
+    last message may have no answers at all."""
+    if not answers:
+        return last
+    positions = [call_ids.index(a) if a in call_ids else -1 for a in answers]
+    return -1 not in positions and positions == sorted(set(positions))
 
 
 def assert_valid_role_order(record: Mapping[str, Any]) -> None:

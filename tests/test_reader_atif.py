@@ -180,15 +180,23 @@ def test_continuation_is_appended_without_its_copied_context(shared_dir: Path) -
     assert json.loads(record["messages"][8]["content"])["commands"][0]["keystrokes"] == (
         "printf 'Hello, world!\\n' > hello.txt\n"
     )
-    # the summarisation files it references are not in the sample: warnings, not a crash
-    assert len(bundle["warnings"]) == 3
-    assert all("not found" in w for w in bundle["warnings"])
+    # the summarisation files it references are not in the sample: warnings, not a crash;
+    # and the copied context of cont-1 is dropped (an SFT rule), which is said too
+    dropped, *missing = bundle["warnings"]
+    assert (
+        dropped
+        == "trajectory.json: 4 step(s) dropped: copied context (is_copied_context, an SFT rule)"
+    )
+    assert len(missing) == 3
+    assert all("not found" in w for w in missing)
 
 
 def test_missing_subagent_files_are_warnings_on_bundle_and_main_record(shared_dir: Path) -> None:
     bundle = _one(shared_dir / ATIF / "terminus-2/context-summarization/trajectory.json")
     main, subagent = bundle["records"]
     expected = [
+        "trajectory.summarization-1-summary.json: 3 step(s) dropped: copied context "
+        "(is_copied_context, an SFT rule)",
         "subagent trajectory trajectory.summarization-1-questions.json not found "
         "(referenced from trajectory.json)",
         "subagent trajectory trajectory.summarization-1-answers.json not found "
@@ -245,7 +253,7 @@ def _doc(steps: list[Any], **extra: Any) -> dict[str, Any]:
     }
 
 
-def test_results_follow_call_order_and_unmatched_results_are_kept(tmp_path: Path) -> None:
+def test_results_follow_call_order_and_unmatched_results_are_kept_as_text(tmp_path: Path) -> None:
     steps = [
         {
             "step_id": 1,
@@ -267,10 +275,14 @@ def test_results_follow_call_order_and_unmatched_results_are_kept(tmp_path: Path
         ),
         _agent_step(3, "done", [], []),
     ]
-    record = _one(_write(tmp_path / "t.json", _doc(steps)))["records"][0]
+    bundle = _one(_write(tmp_path / "t.json", _doc(steps)))
+    record = bundle["records"][0]
     assert record["messages"][1]["content"] == "look: [image]"
     tools = [(m["tool_call_id"], m["content"]) for m in record["messages"] if m["role"] == "tool"]
-    assert tools == [("a", "X"), ("b", "Y"), ("zz", "stray")]
+    # a result answering no call of its step cannot be a tool message (§4): its text is kept
+    # after the step's tool results, and the bundle says so
+    assert tools == [("a", "X"), ("b", "Y\n\nstray")]
+    assert any("1 observation result(s) answer no tool call" in w for w in bundle["warnings"])
     assert_valid_records([record])
 
 

@@ -15,6 +15,7 @@ from reader_checks import native_records
 from role_order import assert_valid_role_order, role_order_errors
 
 from scorers.im import validate_im_record
+from scorers.im_validity import record_problem
 from scorers.tqs_v2 import score_record
 from transforms.readers import claude_code
 from transforms.readers.bundle import Bundle, ReaderError
@@ -133,11 +134,18 @@ def test_standalone_subagent_transcript_is_a_subagent_only_bundle(shared_dir: Pa
     assert record["meta_info"]["rounds"] == 78
     assert record["meta_info"]["teacher"] == "claude-opus-4-7"
     # The transcript is a real multi-turn chat: 31 text-only turns answered by user messages
-    # (monitor notifications, a "resume" request). §4 calls that invalid for tool-calling
-    # records; the reader keeps the conversation as it was and leaves the verdict to validation.
-    errors = role_order_errors(record)
-    assert len(errors) == 31
-    assert all(e.endswith("assistant without tool_calls before the end") for e in errors)
+    # (monitor notifications, a "resume" request). Corrected §4: that is a valid record.
+    messages = record["messages"]
+    follow_ups = [
+        i
+        for i, m in enumerate(messages[:-1])
+        if m["role"] == "assistant"
+        and not m.get("tool_calls")
+        and messages[i + 1]["role"] == "user"
+    ]
+    assert len(follow_ups) == 31
+    assert role_order_errors(record) == []
+    assert record_problem(record) is None
 
 
 def _event(kind: str, content: Any, **extra: Any) -> dict[str, Any]:
@@ -331,7 +339,7 @@ def test_stream_json_stdout_is_read_when_there_is_no_session(tmp_path: Path) -> 
         {"type": "result", "total_cost_usd": 0.25},
     ]
     _write(tmp_path / "claude-code.txt", lines)
-    found = native_records(claude_code, tmp_path, metadata={"instruction": "Do it"})
+    found = native_records(claude_code, tmp_path, instruction="Do it")
     assert found is not None
     records, warnings = found
     assert warnings == []

@@ -110,8 +110,10 @@ def test_summarisation_subagent_and_missing_reference_warnings(composed: list[Bu
     assert subagent["_instance_metadata"]["subagent"]["trajectory_path"] == (
         "agent/trajectory.summarization-1-summary.json"
     )
-    assert len(bundle["warnings"]) == 2
-    assert all("not found" in w for w in bundle["warnings"])
+    dropped, *missing = bundle["warnings"]
+    assert "3 step(s) dropped: copied context" in dropped  # the summary's copied steps
+    assert len(missing) == 2
+    assert all("not found" in w for w in missing)
     assert bundle["metadata"]["warnings"] == bundle["warnings"]
 
 

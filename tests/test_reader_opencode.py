@@ -211,12 +211,33 @@ def test_harbor_agent_dir_uses_the_trial_identity(tmp_path: Path) -> None:
 
 def test_a_stream_without_a_user_event_takes_the_instruction(tmp_path: Path) -> None:
     Stream().step(text="Done.").write(tmp_path / "opencode.txt")
-    found = native_records(opencode, tmp_path, metadata={"instruction": "Say done."})
+    found = native_records(opencode, tmp_path, instruction="Say done.")
     assert found is not None
     (record,), _ = found
     assert [m["content"] for m in record["messages"]] == ["", "Say done.", "Done."]
-    with pytest.raises(ReaderError, match=r"^no messages"):
-        list(opencode.read(tmp_path / "opencode.txt"))
+
+
+def test_a_standalone_stream_without_a_prompt_keeps_its_turns_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """`opencode run --format json` never echoes the prompt: outside a trial nobody knows it."""
+    stream = Stream().step(text="Looking.", tools=[("bash", {"command": "ls"}, "a.py", 0)])
+    stream.step(text="Done.").write(tmp_path / "opencode.txt")
+    (bundle,) = opencode.read(tmp_path / "opencode.txt")
+    (record,) = bundle["records"]
+    assert [m["role"] for m in record["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert record["messages"][1]["content"] == ""
+    assert any("no user message" in w and "empty user message" in w for w in bundle["warnings"])
+    assert (
+        bundle["warnings"] == record["meta_info"]["unique_info"]["_instance_metadata"]["warnings"]
+    )
+    assert_valid_role_order(record)
 
 
 def _raw(content: bytes) -> Callable[[Path], Path]:

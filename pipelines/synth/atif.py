@@ -3,7 +3,8 @@
 claude-code: no system prompt, tools Read/Edit/Bash/Grep/Write/Task/TodoWrite, a Task
 subagent flattened into the main steps with `extra.is_sidechain: true` and listed in
 `agent.extra.agent_ids`. openhands: a system prompt, `tool_definitions`, one tool call per
-step (execute_bash, str_replace_editor, think) and `finish` at the end.
+step (execute_bash, str_replace_editor, think) and `finish` at the end; a turn's reasoning
+is a `think` call or, as a reasoning model's log has it, the step's `reasoning_content`.
 """
 
 from __future__ import annotations
@@ -288,7 +289,9 @@ def openhands_atif(
         {"step_id": 2, "timestamp": clock.stamp(0, 1), "source": "user", "message": ep.instruction},
     ]
 
-    def agent_step(message: str, name: str, args: dict[str, Any], content: str | None) -> None:
+    def agent_step(
+        message: str, name: str, args: dict[str, Any], content: str | None, reasoning: str = ""
+    ) -> None:
         args = (
             {**args, "security_risk": "LOW"}
             if name in ("execute_bash", "str_replace_editor")
@@ -303,17 +306,22 @@ def openhands_atif(
             "message": message,
             "tool_calls": [{"tool_call_id": call_id, "function_name": name, "arguments": args}],
         }
+        if reasoning:
+            step["reasoning_content"] = reasoning
         if content is not None:
             step["observation"] = {"results": [{"source_call_id": call_id, "content": content}]}
         step["metrics"] = meter.step(message + str(args), content or "")
         steps.append(step)
 
     for turn in ep.turns:
+        # a reasoning model's thought: either the `think` tool, or the step's reasoning_content
+        hidden = turn.reasoning
         if turn.reasoning and rng.random() < 0.6:
             agent_step("", "think", {"thought": turn.reasoning}, "Your thought has been logged.")
+            hidden = ""
         for i, action in enumerate(turn.actions):
             name, args, content = _openhands_call(action)
-            agent_step(turn.text if i == 0 else "", name, args, content)
+            agent_step(turn.text if i == 0 else "", name, args, content, hidden if i == 0 else "")
     if ep.final is not None:
         if rng.random() < 0.8:
             agent_step(ep.final, "finish", {"message": ep.final}, None)

@@ -27,6 +27,7 @@ from transforms.readers.atif_files import (
     shown_real,
 )
 from transforms.readers.atif_messages import is_terminus, steps_to_messages
+from transforms.readers.atif_schema import schema_problems
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle, standalone_instance_id
 from transforms.readers.confined import DEFAULT_LIMITS, FileMissing, ReadLimits, TrialFiles
 from transforms.readers.conversation import Message
@@ -105,18 +106,30 @@ def records_from_atif(
     agent: Mapping[str, Any] | None = None,
     query_source: str = "atif",
     date: str | None = None,
+    prompt: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """(IM records main-first, warnings) for the ATIF file `path` inside `files`' root.
 
     `metadata` / `usage` come from the caller (Harbor's result.json); usage it lacks is filled
     from the trajectory's final metrics. `agent` = {name, version, model} fills what the
-    trajectory's own `agent` block lacks. `ReaderError` if the main file cannot be used
-    (outside the root, not a regular file, corrupt, wrong-typed content).
+    trajectory's own `agent` block lacks. `prompt` (the trial's task instruction) is the user
+    message of a main trajectory that has no user step. `ReaderError` if the main file cannot
+    be used (outside the root, not a regular file, corrupt, wrong-typed content).
     """
     doc = load_document(files, path, files.shown(path))
     resolved = Path(files.resolve(path))  # its real path (it was just read, so inside)
     return _records(
-        doc, resolved, files, instance_id, metadata, usage, agent, query_source, date, real=True
+        doc,
+        resolved,
+        files,
+        instance_id,
+        metadata,
+        usage,
+        agent,
+        query_source,
+        date,
+        real=True,
+        prompt=prompt,
     )
 
 
@@ -132,13 +145,14 @@ def _records(
     date: str | None = None,
     *,
     real: bool = False,
+    prompt: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """`real`: `path` is already resolved (its name shown without resolving it again)."""
     warnings: list[str] = []
     converter = _Converter(files, warnings)
     if real:
         converter.real_paths.add(path)
-    main = converter.convert(doc, path, depth=0, fallback_agent=agent or {})
+    main = converter.convert(doc, path, depth=0, fallback_agent=agent or {}, prompt=prompt)
     instance_metadata = dict(metadata)
     instance_metadata["atif_schema_version"] = doc.get("schema_version")
     instance_metadata["warnings"] = [*instance_metadata.get("warnings", []), *warnings]
@@ -199,10 +213,12 @@ class _Converter:
         terminus_parent: bool = False,
         info: dict[str, Any] | None = None,
         follow_continuations: bool = True,
+        prompt: str | None = None,
     ) -> _Trajectory:
         label = str(info.get("trajectory_path") or info.get("trajectory_id")) if info else ""
         label = label or self._shown(path)
         self.seen_files.add(path)
+        self.warnings.extend(f"{label}: not ATIF: {p}" for p in schema_problems(doc))
         segments = [doc]
         if follow_continuations:
             segments += load_continuations(doc, path, self.files, self.seen_files, self.warnings)
@@ -213,7 +229,7 @@ class _Converter:
         main_steps, sidechains = _split_sidechains(steps)
         trajectory = _Trajectory(
             messages=steps_to_messages(
-                main_steps, terminus=terminus, label=label, warnings=self.warnings
+                main_steps, terminus=terminus, label=label, warnings=self.warnings, prompt=prompt
             ),
             agent=agent,
             usage=_usage_of(segments, main_steps),

@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
 
 from transforms.readers.bundle import ReaderError
-from transforms.readers.conversation import JOINER, Message, normalise_roles
+from transforms.readers.conversation import JOINER, Message, ensure_prompt, normalise_roles
 from transforms.readers.im_builder import as_text, scaffold_for_agent
 from transforms.readers.source_files import json_type
 
@@ -43,20 +44,32 @@ def is_terminus(agent_name: Any) -> bool:
 
 
 def steps_to_messages(
-    steps: Iterable[Any], *, terminus: bool, label: str, warnings: list[str]
+    steps: Iterable[Any],
+    *,
+    terminus: bool,
+    label: str,
+    warnings: list[str],
+    prompt: str | None = None,
 ) -> list[Message]:
-    """Convert ATIF steps; SFT rules drop copied context and `llm_call_count == 0` steps."""
+    """Convert ATIF steps; SFT rules drop copied context and `llm_call_count == 0` steps.
+
+    Every dropped step is counted in a warning. A trajectory with no user step gets one:
+    `prompt` (the task instruction, when the caller knows it) or an empty message, warned.
+    """
     messages: list[Message] = []
+    dropped: Counter[str] = Counter()
     for step in steps:
         if not isinstance(step, Mapping):
-            warnings.append(f"{label}: a step that is not an object was skipped")
+            dropped["not a JSON object"] += 1
             continue
         if step.get("is_copied_context") is True:
+            dropped["copied context (is_copied_context, an SFT rule)"] += 1
             continue
         source = step.get("source")
         where = f"{label} step {step.get('step_id')}"
         if source == "agent":
             if step.get("llm_call_count") == 0:
+                dropped["no model call (llm_call_count 0, an SFT rule)"] += 1
                 continue
             messages.extend(_agent_step(step, terminus, label, warnings))
         elif source == "user":
@@ -65,8 +78,11 @@ def steps_to_messages(
         elif source == "system":
             messages.extend(_system_step(step, messages, terminus, where))
         else:
-            warnings.append(f"{label}: step {step.get('step_id')} has unknown source {source!r}")
-    return normalise_roles(messages)
+            dropped[f"unknown source {source!r}"] += 1
+    for reason, count in dropped.items():
+        warnings.append(f"{label}: {count} step(s) dropped: {reason}")
+    with_prompt = ensure_prompt(messages, prompt, label, warnings)
+    return normalise_roles(with_prompt)
 
 
 def _wrong(where: str, value: Any, expected: str) -> ReaderError:
@@ -95,19 +111,26 @@ def _results(step: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
 
 
 def _calls(step: Mapping[str, Any], where: str) -> list[Message]:
+    """The step's calls. ATIF's `tool_call_id` / `function_name` / `arguments`; an OpenAI-shaped
+    call (`id`, `function{name, arguments}`) in a non-conformant file is read too (the reader
+    warns about the shape, see `atif_schema`)."""
     calls = _objects(step.get("tool_calls"), f"{where}: tool_calls", "item")
+    out: list[Message] = []
     for number, call in enumerate(calls, 1):
-        arguments = call.get("arguments")
+        function = call.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        arguments = call.get("arguments", function.get("arguments"))
         if arguments is not None and not isinstance(arguments, str | Mapping):
             raise _wrong(f"{where}: tool call {number} arguments", arguments, "an object")
-    return [
-        {
-            "id": str(call.get("tool_call_id") or ""),
-            "name": str(call.get("function_name") or ""),
-            "arguments": call.get("arguments"),
-        }
-        for call in calls
-    ]
+        name = call.get("function_name") or call.get("name") or function.get("name")
+        out.append(
+            {
+                "id": str(call.get("tool_call_id") or call.get("id") or ""),
+                "name": str(name or ""),
+                "arguments": arguments,
+            }
+        )
+    return out
 
 
 def _agent_step(
@@ -129,9 +152,36 @@ def _agent_step(
             out.append({"role": "user", "content": observation})
         return out
     assistant: Message = {"role": "assistant", "content": message, "reasoning_content": reasoning}
-    if calls:
-        assistant["tool_calls"] = calls
-    return [assistant, *align_results(calls, results, where)]
+    if not calls:
+        # text actions (no function calling): what the environment answered is a user turn
+        texts = (_result_text(r, n, where) for n, r in enumerate(results, 1))
+        observation = JOINER.join(t for t in texts if t)
+        return [assistant, {"role": "user", "content": observation}] if observation else [assistant]
+    assistant["tool_calls"] = calls
+    answers, extra = _split_answers(align_results(calls, results, where), calls)
+    if extra:
+        warnings.append(
+            f"{where}: {len(extra)} observation result(s) answer no tool call of the step "
+            "(or one already answered); kept as text after the tool results"
+        )
+    return [assistant, *answers, *extra]
+
+
+def _split_answers(
+    answers: list[Message], calls: list[Message]
+) -> tuple[list[Message], list[Message]]:
+    """(tool messages answering a call once each, the other results as user text), so that
+    every tool message answers a call of its step (IM validity, formats.md §4)."""
+    open_ids = [call["id"] for call in calls]
+    kept: list[Message] = []
+    extra: list[Message] = []
+    for answer in answers:
+        if answer["tool_call_id"] in open_ids:
+            open_ids.remove(answer["tool_call_id"])
+            kept.append(answer)
+        else:
+            extra.append({"role": "user", "content": answer["content"]})
+    return kept, extra
 
 
 def _result_text(result: Mapping[str, Any], number: int, where: str) -> str:

@@ -53,8 +53,10 @@ def new_bundle(
     warnings: list[str] | None = None,
 ) -> Bundle:
     """A bundle; its warnings are also put on the main record (`_instance_metadata.warnings`),
-    so that what a reader skipped or could not follow travels with the data it concerns."""
-    note_warnings(records, warnings or [])
+    so that what a reader skipped or could not follow travels with the data it concerns.
+    Tool calls without a name (a log the reader could not fully follow) are always warned."""
+    warnings = [*(warnings or []), *_nameless_call_warnings(records)]
+    note_warnings(records, warnings)
     return Bundle(
         instance_id=instance_id,
         job=job,
@@ -79,6 +81,25 @@ def note_warnings(records: list[dict[str, Any]], warnings: list[str]) -> None:
     known = metadata.get("warnings")
     merged = [*(known if isinstance(known, list) else []), *warnings]
     metadata["warnings"] = list(dict.fromkeys(merged))
+
+
+def _nameless_call_warnings(records: list[dict[str, Any]]) -> list[str]:
+    """One warning per record that has tool calls with an empty function name."""
+    warnings = []
+    for number, record in enumerate(records, 1):
+        nameless = sum(
+            1
+            for message in record.get("messages") or []
+            for call in message.get("tool_calls") or []
+            if not ((call.get("function") or {}).get("name"))
+        )
+        if nameless:
+            agent = record["meta_info"]["unique_info"].get("_agent_type", "main")
+            warnings.append(
+                f"record {number} ({agent}): {nameless} tool call(s) have no name "
+                "(the log's calls are not in a shape the reader knows)"
+            )
+    return warnings
 
 
 def main_record(bundle: Bundle) -> dict[str, Any] | None:

@@ -83,8 +83,9 @@ def records_from_agent_dir(ctx: ReadContext, agent_dir: Path) -> NativeRecords |
 
     Sessions live in `sessions/projects/<cwd-slug>/<session>.jsonl`, subagents in
     `<session>/subagents/agent-<id>.jsonl`; without them the stream-json stdout
-    `claude-code.txt` is read (it has no user prompt: `metadata["instruction"]` is used
-    when the caller has it). Raises `ReaderError` when the logs exist but hold nothing usable.
+    `claude-code.txt` is read (it has no user prompt: the trial's task instruction,
+    `ctx.instruction`, is used when Harbor's command log holds it). Raises `ReaderError`
+    when the logs exist but hold nothing usable.
     """
     files = ctx.files
     warnings: list[str] = []
@@ -101,7 +102,7 @@ def records_from_agent_dir(ctx: ReadContext, agent_dir: Path) -> NativeRecords |
     stream = agent_dir / STREAM_JSON
     if not files.is_file(stream):
         return None
-    events, cost = stream_json_events(files, stream, warnings, ctx.metadata.get("instruction"))
+    events, cost = stream_json_events(files, stream, warnings, ctx.instruction)
     usage = ctx.usage
     if cost is not None and not usage:
         usage = {"total_cost_usd": cost}

@@ -30,8 +30,10 @@ class ReadContext:
     """What a native reader knows of the trial besides its logs.
 
     `agent` = {name, version, model} from result.json / config.json; `metadata` becomes the
-    records' `_instance_metadata` (it may hold the task `instruction`); `usage` their
-    `_usage` (the reader fills it from the logs when empty). The reader may change its copies.
+    records' `_instance_metadata` `usage` their
+    `_usage` (the reader fills it from the logs when empty). `instruction` is the trial's
+    task instruction when Harbor's command log holds it (`task_instruction.py`): the user
+    message of a log that never recorded the prompt. The reader may change its copies.
     """
 
     files: TrialFiles
@@ -39,6 +41,7 @@ class ReadContext:
     agent: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
+    instruction: str | None = None
 
 
 class NativeLogReader(Protocol):

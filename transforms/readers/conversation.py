@@ -64,6 +64,34 @@ def _merge_assistant(into: Message, message: Message) -> None:
         into["tool_calls"] = calls
 
 
+def ensure_prompt(
+    messages: list[Message], prompt: Any, label: str, warnings: list[str]
+) -> list[Message]:
+    """`messages` with a user turn before the first model turn when the log has none.
+
+    Some logs never record the request (OpenCode's `--format json` stream, ATIF written by
+    agents that put the task elsewhere): `prompt`, the trial's task instruction when the
+    caller knows it, becomes the user message; without it an empty user message stands in,
+    with a warning, so the model's turns are kept rather than the record refused. A log
+    whose first turn is a tool result keeps it (`normalise_roles` makes it the user turn).
+    """
+    if any(m["role"] == "user" for m in messages):
+        return messages
+    start = next((i for i, m in enumerate(messages) if m["role"] != "system"), len(messages))
+    if start == len(messages) or messages[start]["role"] == "tool":
+        return messages
+    if isinstance(prompt, str) and prompt.strip():
+        content = prompt
+    else:
+        content = ""
+        where = f"{label}: " if label else ""
+        warnings.append(
+            f"{where}no user message and no known task instruction: "
+            "an empty user message stands in for the prompt"
+        )
+    return [*messages[:start], {"role": "user", "content": content}, *messages[start:]]
+
+
 def has_conversation(messages: list[Message]) -> bool:
     """At least one user and one assistant message: something an IM record can hold."""
     roles = {m["role"] for m in messages}

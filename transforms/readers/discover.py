@@ -25,6 +25,7 @@ from transforms.readers.bundle import ReaderError
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
 from transforms.readers.detect import detect_format
 from transforms.readers.harbor_layout import find_trials, looks_like_harbor
+from transforms.readers.openhands import is_events_folder
 
 _PART_FILE = re.compile(r"^trajectory\.(?:cont-\d+|summarization-\d+-\w+)\.json$")
 
@@ -92,6 +93,9 @@ class _Walk:
         self.seen.add(real)
         if looks_like_harbor(folder, self.limits):
             yield ReadUnit(folder, "harbor")
+            return
+        if is_events_folder(folder):  # OpenHands' one-event files: one conversation
+            yield ReadUnit(folder, "openhands")
             return
         try:
             names = sorted(os.listdir(folder))

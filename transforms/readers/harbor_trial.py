@@ -25,6 +25,7 @@ from transforms.readers.bundle import Bundle, ReaderError, new_bundle
 from transforms.readers.confined import DEFAULT_LIMITS, FileMissing, ReadLimits, TrialFiles
 from transforms.readers.context import NativeLogReader, NativeRecords, ReadContext
 from transforms.readers.im_builder import date_of
+from transforms.readers.task_instruction import task_instruction
 
 if TYPE_CHECKING:  # each native module's reader satisfies the protocol
     from transforms.readers import claude_code, opencode, openhands, terminus_episodes
@@ -268,6 +269,8 @@ def _agent_records(
         warnings.extend(files.take_warnings())
         warnings.append(f"no agent trajectory found in {trial_dir}/agent")
         return [], warnings, "harbor"
+    found_instruction = task_instruction(files, agent_dir)
+    instruction = found_instruction[0] if found_instruction else None
     trajectory = agent_dir / "trajectory.json"
     if files.is_file(trajectory):
         try:
@@ -281,6 +284,7 @@ def _agent_records(
                 agent=agent,
                 query_source=str(metadata.get("source") or "harbor"),
                 date=date_of(started) if started else None,
+                prompt=instruction,
             )
         except ReaderError as exc:
             warnings.append(str(exc))
@@ -288,7 +292,8 @@ def _agent_records(
             return records, atif_warnings, "harbor-atif"
     warnings.extend(files.take_warnings())
     for name in NATIVE_LOG_MODULES:
-        found = _native_records(name, files, agent_dir, instance_id, agent, metadata, usage)
+        ctx = ReadContext(files, instance_id, dict(agent), dict(metadata), dict(usage), instruction)
+        found = _native_records(name, ctx, agent_dir)
         warnings.extend(files.take_warnings())
         if isinstance(found, str):
             warnings.append(found)
@@ -301,18 +306,11 @@ def _agent_records(
 
 
 def _native_records(
-    module_name: str,
-    files: TrialFiles,
-    agent_dir: Path,
-    instance_id: str,
-    agent: dict[str, Any],
-    metadata: dict[str, Any],
-    usage: dict[str, Any],
+    module_name: str, ctx: ReadContext, agent_dir: Path
 ) -> NativeRecords | str | None:
     """The module's records, None when it finds no logs of its kind, or a reason."""
     module = importlib.import_module(f"transforms.readers.{module_name}")
     reader: NativeLogReader = module.records_from_agent_dir
-    ctx = ReadContext(files, instance_id, dict(agent), dict(metadata), dict(usage))
     try:
         return reader(ctx, agent_dir)
     except ReaderError as exc:

@@ -97,6 +97,41 @@ def _part_text(part: Any, what: str) -> str:
     return ""
 
 
+def openai_reasoning(message: Mapping[str, Any], what: str = "message") -> str:
+    """The model's reasoning recorded on an OpenAI-style message, "" when there is none.
+
+    Where logs put it: `reasoning_content` (OpenAI-compatible servers, LiteLLM, IM),
+    `reasoning` (text), `thinking_blocks[].thinking` (LiteLLM's Anthropic blocks), and the
+    same fields on the raw LiteLLM response a log keeps beside the message
+    (`extra.response.choices[0].message`, as mini-swe-agent writes it).
+    """
+    found = _reasoning_fields(message, what)
+    if found:
+        return found
+    extra = message.get("extra")
+    response = extra.get("response") if isinstance(extra, Mapping) else None
+    choices = response.get("choices") if isinstance(response, Mapping) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    raw = first.get("message") if isinstance(first, Mapping) else None
+    return _reasoning_fields(raw, f"{what} response") if isinstance(raw, Mapping) else ""
+
+
+def _reasoning_fields(message: Mapping[str, Any], what: str) -> str:
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str | list) and value:
+            text = as_text(value, f"{what} {key}").strip()
+            if text:
+                return text
+    blocks = message.get("thinking_blocks")
+    thoughts = [
+        block["thinking"].strip()
+        for block in (blocks if isinstance(blocks, list) else [])
+        if isinstance(block, Mapping) and isinstance(block.get("thinking"), str)
+    ]
+    return "\n\n".join(t for t in thoughts if t)
+
+
 def arguments_json(arguments: Any) -> str:
     """Tool-call arguments as the JSON string IM requires (a string that is JSON stays)."""
     if isinstance(arguments, str):

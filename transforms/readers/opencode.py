@@ -7,6 +7,10 @@ assistant message, followed by one tool message per call (the output, or the err
 of a failed call). `user` lines are the prompts (`parts[]` or `part` text); `error` lines
 and the per-step cost and tokens of `step_finish` go to warnings and `_usage`.
 
+`opencode run --format json` does not echo the prompt: in a Harbor trial the task
+instruction (from Harbor's command log) is the user message; a standalone stream without a
+`user` event gets an empty user message and a warning, so its model turns are kept.
+
 OpenCode's stream has no system prompt and no tool list: the system message is empty and
 the tools are rebuilt from the calls seen. A step cut off before its `step_finish` (a
 killed run) is kept, with a warning. Text or tool output of the wrong JSON type (a number,
@@ -22,7 +26,12 @@ from typing import Any
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
 from transforms.readers.context import NativeRecords, ReadContext
-from transforms.readers.conversation import Message, has_conversation, normalise_roles
+from transforms.readers.conversation import (
+    Message,
+    ensure_prompt,
+    has_conversation,
+    normalise_roles,
+)
 from transforms.readers.im_builder import as_text, build_im_record, date_of
 from transforms.readers.source_files import as_dict, iter_json_objects, json_type
 
@@ -36,7 +45,7 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     """One bundle per `opencode.txt` file (one session)."""
     path = Path(path)
     warnings: list[str] = []
-    run = _Run(_events(TrialFiles.for_input(path, limits), path, warnings))
+    run = _Run(_events(TrialFiles.for_input(path, limits), path, warnings), None, path.name)
     instance_id = run.session_id or path.stem
     metadata = {"source_file": str(path)}
     record = run.record(instance_id, {}, metadata, {})
@@ -54,13 +63,14 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
 def records_from_agent_dir(ctx: ReadContext, agent_dir: Path) -> NativeRecords | None:
     """The main record of a Harbor trial's `agent/opencode.txt`; None when it is absent.
 
-    Older OpenCode did not echo the prompt; `metadata["instruction"]` is used then.
+    `opencode run --format json` does not echo the prompt: the trial's task instruction
+    (`ctx.instruction`, from Harbor's command log) is the user message then.
     """
     path = agent_dir / STDOUT_FILE
     if not ctx.files.is_file(path):
         return None
     warnings: list[str] = []
-    run = _Run(_events(ctx.files, path, warnings), ctx.metadata.get("instruction"))
+    run = _Run(_events(ctx.files, path, warnings), ctx.instruction, path.name)
     record = run.record(ctx.instance_id, ctx.agent, ctx.metadata, ctx.usage)
     return [record], warnings + run.warnings
 
@@ -79,8 +89,12 @@ def _events(files: TrialFiles, path: Path, warnings: list[str]) -> list[dict[str
 class _Run:
     """The events of one run -> messages, usage and warnings."""
 
-    def __init__(self, events: list[dict[str, Any]], instruction: Any = None) -> None:
+    def __init__(
+        self, events: list[dict[str, Any]], instruction: Any = None, label: str = STDOUT_FILE
+    ) -> None:
         self.messages: list[Message] = [{"role": "system", "content": ""}]
+        self.instruction = instruction
+        self.label = label
         self.warnings: list[str] = []
         self.totals: dict[str, int | float] = {
             "total_prompt_tokens": 0,
@@ -94,8 +108,6 @@ class _Run:
         )
         self.start = next((e.get("timestamp") for e in events if e.get("timestamp")), None)
         step: list[dict[str, Any]] | None = None
-        if not any(e.get("type") == "user" for e in events) and _is_str(instruction):
-            self.messages.append({"role": "user", "content": instruction})
         for event in events:
             kind = event["type"]
             part = as_dict(event.get("part"))
@@ -125,7 +137,8 @@ class _Run:
         metadata: dict[str, Any],
         usage: dict[str, Any],
     ) -> dict[str, Any]:
-        messages = normalise_roles(self.messages)
+        prompted = ensure_prompt(self.messages, self.instruction, self.label, self.warnings)
+        messages = normalise_roles(prompted)
         if not has_conversation(messages):
             raise ReaderError("no messages: the stream has no prompt and model turn")
         return build_im_record(

@@ -1,7 +1,9 @@
 """OpenHands event logs (format "openhands") -> one main IM record.
 
-Input: a JSON array of events (the native trajectory file) or, in a Harbor trial,
-`agent/sessions/<id>/events/<n>.json` (one event per file, in `n` order). Events are
+Input: a JSON array of events (the native trajectory file), an `events/` folder of
+one-event files `<n>.json` (read in `n` order), or, in a Harbor trial,
+`agent/sessions/<id>/events/<n>.json`. A single event file is refused at detection with a
+line saying to give the events folder or the trial. Events are
 `{id, source, message, action | observation, args, cause, tool_call_metadata, llm_metrics,
 content, extras}` (formats.md §3).
 
@@ -16,6 +18,10 @@ content, extras}` (formats.md §3).
   the model was shown (for commands `prefix + content + suffix`, whose suffix carries
   "[The command completed with exit code N.]"; for editor edits `formatted_output_and_error`).
   An `error` observation answering no call is a user message.
+- Reasoning: the model response's `reasoning_content` (or `reasoning` / `thinking_blocks`)
+  is the IM `reasoning_content`. A `think` action stays a `think` tool call (the model
+  called that tool), and `args.thought` without a model response is the visible text that
+  came with the call (the message content), not hidden reasoning.
 - Bookkeeping (recall, agent state changes, null observations) is skipped.
 
 Text of the wrong JSON type (a message or content that is a number, a boolean, ...) refuses
@@ -32,7 +38,7 @@ from transforms.readers.bundle import Bundle, ReaderError, new_bundle
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
 from transforms.readers.context import NativeRecords, ReadContext
 from transforms.readers.conversation import Message, has_conversation, normalise_roles
-from transforms.readers.im_builder import as_text, build_im_record, date_of
+from transforms.readers.im_builder import as_text, build_im_record, date_of, openai_reasoning
 from transforms.readers.source_files import as_dict, json_type, load_json
 
 FORMAT = "openhands"
@@ -45,8 +51,12 @@ _BOOKKEEPING_ARGS = frozenset(
 
 
 def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
-    """One bundle per native trajectory file (a JSON array of events)."""
+    """One bundle per native trajectory file (a JSON array of events), or per `events/`
+    folder of one-event files (`<n>.json`, read in `n` order)."""
     path = Path(path)
+    if path.is_dir():
+        yield _read_events_folder(path, limits)
+        return
     data = load_json(TrialFiles.for_input(path, limits), path)
     if not isinstance(data, list):
         raise ReaderError(
@@ -67,6 +77,43 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     )
 
 
+def is_events_folder(folder: Path) -> bool:
+    """A folder holding OpenHands' one-event files (`0.json`, `1.json`, ...)."""
+    names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+    numbered = [n for n in names if n.endswith(".json") and n[: -len(".json")].isdigit()]
+    return bool(numbered) and len(numbered) * 2 >= len(names)
+
+
+def _read_events_folder(folder: Path, limits: ReadLimits) -> Bundle:
+    files = TrialFiles(folder, limits)
+    found = sorted(files.glob(folder, "*.json"), key=_event_order)
+    warnings: list[str] = []
+    events = _objects(_load_events(files, found, warnings), warnings)
+    warnings.extend(files.take_warnings())
+    instance_id = folder.parent.name if folder.name == "events" else folder.name
+    metadata = {"source_file": str(folder)}
+    record = _Conversation(events).record(instance_id, {}, metadata, {})
+    return new_bundle(
+        instance_id,
+        str(folder),
+        FORMAT,
+        [record],
+        metadata=metadata,
+        usage=record["meta_info"]["unique_info"]["_usage"],
+        warnings=warnings,
+    )
+
+
+def _load_events(files: TrialFiles, found: list[Path], warnings: list[str]) -> list[Any]:
+    events = []
+    for file in found:
+        try:
+            events.append(load_json(files, file))
+        except ReaderError as exc:
+            warnings.append(f"{file.parent.name}/{file.name}: {exc}; skipped")
+    return events
+
+
 def records_from_agent_dir(ctx: ReadContext, agent_dir: Path) -> NativeRecords | None:
     """The main record of a Harbor trial's `sessions/*/events/*.json`; None when absent."""
     files = ctx.files
@@ -81,13 +128,7 @@ def records_from_agent_dir(ctx: ReadContext, agent_dir: Path) -> NativeRecords |
     if not found:
         return None
     warnings: list[str] = []
-    events = []
-    for file in found:
-        try:
-            events.append(load_json(files, file))
-        except ReaderError as exc:
-            warnings.append(f"{file.parent.parent.name}/events/{file.name}: {exc}; skipped")
-    events = _objects(events, warnings)
+    events = _objects(_load_events(files, found, warnings), warnings)
     record = _Conversation(events).record(ctx.instance_id, ctx.agent, ctx.metadata, ctx.usage)
     return [record], warnings
 
@@ -259,7 +300,7 @@ class _Conversation:
         ]
         return _Turn(
             as_text(message.get("content"), f"{where}: model response content"),
-            as_text(message.get("reasoning_content"), f"{where}: model response reasoning"),
+            openai_reasoning(message, f"{where}: model response"),
             calls,
         )
 

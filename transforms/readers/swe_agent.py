@@ -11,6 +11,11 @@ messages, and the record has no tools. Without `history`, the last trajectory st
 mini-swe-agent: `{messages[], info{exit_status, submission, model_stats, config}}` (older
 files are the bare `messages` list); bash-only, commands fenced in the assistant text.
 
+Reasoning: an assistant message's `reasoning_content` (or `reasoning`, `thinking_blocks`, or
+the same on the raw model response mini-swe-agent keeps in `extra.response`) becomes the IM
+`reasoning_content`. SWE-agent's `thought` is not reasoning: it is the visible text the
+model wrote before its action, already the start of the message content.
+
 Both end with the submission's output, which the model never answered: it is dropped (see
 `conversation.py`). A SWE-bench `report.json` beside the file gives the reward:
 `resolved` true -> 1.0, false -> 0.0 (also `resolved_ids` / `unresolved_ids` lists).
@@ -35,7 +40,7 @@ import orjson
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles, utf8_json
 from transforms.readers.conversation import Message, has_conversation, normalise_roles
-from transforms.readers.im_builder import as_text, build_im_record
+from transforms.readers.im_builder import as_text, build_im_record, openai_reasoning
 from transforms.readers.source_files import as_dict, json_type, load_json, require
 
 FORMAT = "swe-agent"
@@ -183,7 +188,7 @@ def _message(raw: dict[str, Any], where: str) -> Message:
     content = as_text(raw.get("content"), f"{where}: content")
     message: Message = {"role": raw["role"], "content": content}
     if raw["role"] == "assistant":
-        message["reasoning_content"] = ""
+        message["reasoning_content"] = openai_reasoning(raw, where)
         raw_calls = raw.get("tool_calls")
         calls = [c for c in raw_calls if isinstance(c, dict)] if isinstance(raw_calls, list) else []
         if calls:
