@@ -35,6 +35,7 @@ from transforms.intake import detect_units, open_unit
 from transforms.readers.confined import DEFAULT_LIMITS
 from transforms.sinks import parts
 from transforms.sinks.bundle_stats import add_bundle
+from transforms.sinks.lf import DEFAULT_LF, LfSettings
 from transforms.sinks.names import safe_job_name
 from transforms.sinks.records import bundle_payload
 from transforms.sinks.stats import Stats
@@ -46,7 +47,8 @@ PARTS = ".parts"
 class JobFiles:
     """One job's outputs: parts spilled as they come, written sorted at the end."""
 
-    def __init__(self, output: str, job: str) -> None:
+    def __init__(self, output: str, job: str, lf: LfSettings = DEFAULT_LF) -> None:
+        self.lf = lf
         self.folder = os.path.join(output, safe_job_name(job))
         self.spill = parts.SpillFile(f"{self.folder}/{PARTS}/spill")
         self.refs: list[tuple[Any, int, int]] = []
@@ -55,7 +57,7 @@ class JobFiles:
 
     def write(self, bundle: dict[str, Any]) -> None:
         try:
-            payload = bundle_payload(bundle)
+            payload = bundle_payload(bundle, self.lf)
         except Exception as exc:  # as the pipeline's spill: dead-lettered at stage `write`
             self.drop(Drop("dead_letter", dead_letter_record("write", bundle, exc)))
             return

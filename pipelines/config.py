@@ -26,6 +26,9 @@ from scorers.tqs_v2 import SCORE_KEYS
 from transforms.chain import ChainSettings
 from transforms.readers.confined import ReadLimits
 from transforms.redact import mask_url_credentials
+from transforms.sinks.lf import KEEP_DROP, LfSettings
+
+LF_DEFAULTS = LfSettings()
 
 if TYPE_CHECKING:
     from transforms.llm.judging import JudgeSettings
@@ -36,9 +39,30 @@ JUDGE_KINDS = ("fixed", "dynamic", "both")
 RUN_CHAIN_OPTIONS = (*CURATION_OPTIONS, "input_format")
 
 
+@dataclass(frozen=True)
+class FlagOption(Option):
+    """A yes/no option: a bare flag on the command line (`--parquet`), true/false in YAML."""
+
+    def check(self, value: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        raise ConfigError(f"{self.flag}: true or false, not {value!r}")
+
+    def add_to(self, parser: argparse._ActionsContainer, default: Any) -> None:
+        parser.add_argument(
+            self.flag, dest=self.name, action="store_true", default=default, help=self.help
+        )
+
+
 # `run`'s own options (the chain's are in chain_options.CHAIN_OPTIONS): one declaration each,
 # with type and range, for flags and YAML keys alike.
 RUN_OPTIONS = options_by_name(
+    FlagOption(
+        "parquet",
+        bool,
+        False,
+        "also write im.parquet / lf.parquet per job (per shard) with one explicit Arrow schema",
+    ),
     Option(
         "num_shards",
         int,
@@ -54,6 +78,57 @@ RUN_OPTIONS = options_by_name(
         None,
         "render LF records through this local tokenizer's chat template",
         metavar="PATH",
+    ),
+    Option(
+        "lf_call_text",
+        str,
+        LF_DEFAULTS.call_text,
+        "text beside tool calls in LF: keep it (inside the tool-call markers; LLaMA-Factory "
+        ">= 0.9.4) or drop it (older releases)",
+        choices=KEEP_DROP,
+    ),
+    Option(
+        "lf_tool_call_open",
+        str,
+        LF_DEFAULTS.tool_call_words[0],
+        "the template's opening tool-call marker (LLaMA-Factory tool_call_words)",
+        metavar="TEXT",
+    ),
+    Option(
+        "lf_tool_call_close",
+        str,
+        LF_DEFAULTS.tool_call_words[1],
+        "the template's closing tool-call marker",
+        metavar="TEXT",
+    ),
+    Option(
+        "lf_reasoning",
+        str,
+        LF_DEFAULTS.reasoning,
+        "IM reasoning_content in LF: keep it inside the thought markers, or drop it",
+        choices=KEEP_DROP,
+    ),
+    Option(
+        "lf_thought_open",
+        str,
+        LF_DEFAULTS.thought_words[0],
+        "the template's opening thought marker (LLaMA-Factory thought_words)",
+        metavar="TEXT",
+    ),
+    Option(
+        "lf_thought_close",
+        str,
+        LF_DEFAULTS.thought_words[1],
+        "the template's closing thought marker",
+        metavar="TEXT",
+    ),
+    Option(
+        "lf_parallel_calls",
+        str,
+        LF_DEFAULTS.parallel_calls,
+        "LF records with several calls in one turn: keep them, or drop them (counted) for "
+        "templates that cannot render parallel calls, such as glm4",
+        choices=KEEP_DROP,
     ),
 )
 LLM_OPTIONS = options_by_name(
@@ -114,6 +189,9 @@ LLM_OPTIONS = options_by_name(
 _VALUED = {**{n: CHAIN_OPTIONS[n] for n in RUN_CHAIN_OPTIONS}, **RUN_OPTIONS, **LLM_OPTIONS}
 
 
+_LF_MARKERS = ("lf_tool_call_open", "lf_tool_call_close", "lf_thought_open", "lf_thought_close")
+
+
 def _default(name: str) -> Any:
     return _VALUED[name].default
 
@@ -134,6 +212,14 @@ class RunConfig:
     max_file_mb: float = _default("max_file_mb")
     tokenizer: str | None = _default("tokenizer")
     chat_template_tokenizer: str | None = _default("chat_template_tokenizer")
+    lf_call_text: str = _default("lf_call_text")
+    lf_tool_call_open: str = _default("lf_tool_call_open")
+    lf_tool_call_close: str = _default("lf_tool_call_close")
+    lf_reasoning: str = _default("lf_reasoning")
+    lf_thought_open: str = _default("lf_thought_open")
+    lf_thought_close: str = _default("lf_thought_close")
+    lf_parallel_calls: str = _default("lf_parallel_calls")
+    parquet: bool = _default("parquet")
     progress: bool = True
     llm_judge: str | None = _default("llm_judge")
     llm_model: str = _default("llm_model")
@@ -167,6 +253,20 @@ class RunConfig:
                 "--score-key: a numeric key of _score (e.g. composite_score) or of the LLM "
                 "judge's output (e.g. llm_composite_score, llm_checklist_csr)"
             )
+        for name in _LF_MARKERS:
+            if not getattr(self, name):
+                raise ConfigError(f"{_VALUED[name].flag}: a non-empty marker")
+
+    def lf_settings(self) -> LfSettings:
+        """How the LF writer renders records (one object for the sink)."""
+        return LfSettings(
+            call_text=self.lf_call_text,
+            tool_call_words=(self.lf_tool_call_open, self.lf_tool_call_close),
+            reasoning=self.lf_reasoning,
+            thought_words=(self.lf_thought_open, self.lf_thought_close),
+            parallel_calls=self.lf_parallel_calls,
+            chat_template_tokenizer=self.chat_template_tokenizer,
+        )
 
     def judge_settings(self) -> JudgeSettings:
         """The LLM judge's settings (imported lazily: judging is optional)."""

@@ -35,6 +35,7 @@ from pipelines.outputs import (
 from transforms.chain import REJECTED, Bundle
 from transforms.jsonl import JsonlWriter
 from transforms.reward_gate import outcome
+from transforms.sinks.schema import conform_im_record
 
 PROG = "trajcurate convert"
 CONVERT_OPTIONS = ("input_format", *CURATION_OPTIONS)
@@ -143,7 +144,7 @@ def _note_read(bundle: Bundle, stats: ConvertStats, args: argparse.Namespace) ->
 def _write(bundle: Bundle, records: JsonlWriter, stats: ConvertStats) -> None:
     stats.with_warnings += 1 if bundle["warnings"] else 0
     for record in bundle["records"]:
-        records.write(record)
+        records.write(conform_im_record(record))
 
 
 def _agent_name(bundle: Bundle) -> str:

@@ -28,6 +28,7 @@ from transforms.sinks import layout
 from transforms.sinks.beam_stats import MergeStats
 from transforms.sinks.lf import dataset_info
 from transforms.sinks.lf_render import rendered_dataset_info_entry
+from transforms.sinks.parquet_sink import parquet_names, write_empty
 from transforms.sinks.stats import Stats
 
 
@@ -82,7 +83,7 @@ def _pop_json(path: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _complete(folder: str, num_shards: int) -> list[str]:
+def _complete(folder: str, num_shards: int, parquet: bool = False) -> list[str]:
     """Create the files a job is owed but did not write; return every output file name."""
     names = [
         *layout.shard_names(layout.IM, num_shards),
@@ -95,7 +96,12 @@ def _complete(folder: str, num_shards: int) -> list[str]:
         if not layout.exists(path):
             empty = layout.json_array([]) if name.endswith(".json") else b""
             layout.write_bytes(path, empty)
-    return names
+    if not parquet:
+        return names
+    for name in parquet_names(num_shards):  # `--parquet`: a shard no record went to
+        if not layout.exists(f"{folder}/{name}"):
+            write_empty(folder, name)
+    return [*names, *parquet_names(num_shards)]
 
 
 @dataclass(slots=True)
@@ -171,7 +177,7 @@ def _finish_job(
     reshapes = _pop_json(f"{staged}/{RESHAPES_FILE}")
     stats_state = _pop_json(f"{staged}/{STATS_STATE_FILE}") or None
     layout.delete([f"{staged}/{layout.PARTS}"])
-    files = _complete(staged, config.num_shards)
+    files = _complete(staged, config.num_shards, config.parquet)
     lf_files = layout.shard_names(layout.LF, config.num_shards)
     _write_json(f"{staged}/dataset_info.json", _dataset_info(config, lf_files, job))
     return job, {

@@ -52,6 +52,10 @@ JOB_OUTPUT_PATTERNS = (
     "im-*-of-*.jsonl",
     "lf.json",
     "lf-*-of-*.json",
+    "im.parquet",
+    "im-*-of-*.parquet",
+    "lf.parquet",
+    "lf-*-of-*.parquet",
     "dataset_info.json",
     "lf.stats.json",
     "rejects.jsonl",
@@ -253,6 +257,7 @@ def append_line(path: str, line: bytes) -> None:
             raise
         return
     _write(path, (_read(path) or b"") + line)
+
 
 def _json(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"

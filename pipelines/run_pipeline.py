@@ -32,6 +32,7 @@ from transforms.sinks.beam_sinks import (
     sum_counts,
 )
 from transforms.sinks.beam_stats import MergeStats, StatsCombineFn
+from transforms.sinks.parquet_sink import WriteParquet
 from transforms.stages import DEAD_LETTER, REJECTED, DetectUnits, OpenUnits, RunChain, job_of
 
 COUNTS_FILE = ".counts.json"
@@ -110,7 +111,7 @@ def _write_outputs(
     """The sinks; returns the outputs of every writer. Few transforms: Beam inspects every
     DoFn several times while it builds, translates and runs the pipeline (fixed cost)."""
     spilled = kept | "SpillBundles" >> beam.ParDo(
-        SpillBundle(out, config.num_shards, config.chat_template_tokenizer)
+        SpillBundle(out, config.num_shards, config.lf_settings())
     ).with_outputs(WRITTEN, DEAD_LETTER, main="refs")
     written = spilled[WRITTEN]  # (job, bundle)
     dead = (dead, spilled[DEAD_LETTER]) | "WithWriteDeadLetters" >> beam.Flatten()
@@ -120,6 +121,12 @@ def _write_outputs(
         | "WriteShards" >> beam.ParDo(WriteShard(out, config.num_shards))
     )
     writes = [reshapes]
+    if config.parquet:  # each job's Parquet twins, once all its shards are written
+        writes.append(
+            reshapes
+            | "JobsWritten" >> beam.GroupByKey()
+            | "WriteParquet" >> beam.ParDo(WriteParquet(out, config.num_shards))
+        )
     writes.append(
         reshapes
         | "SumReshapes" >> beam.CombinePerKey(sum_counts)

@@ -98,15 +98,4 @@ def bundle_problem(records: Sequence[object]) -> str | None:
         problem = record_problem(record)
         if problem:
             return f"record {index + 1} of {len(records)}: {problem}"
-    if not any(_agent_type(record) == "main" for record in records):
-        # e.g. a standalone Claude Code subagent transcript: its prompt came from a parent
-        # model the bundle does not hold, and a subagent never goes out without its main
-        return "no main-agent record: subagent records only"
     return None
-
-
-def _agent_type(record: object) -> str:
-    meta = record.get("meta_info") if isinstance(record, Mapping) else None
-    info = meta.get("unique_info") if isinstance(meta, Mapping) else None
-    kind = info.get("_agent_type") if isinstance(info, Mapping) else None
-    return kind if isinstance(kind, str) else "main"

@@ -3,20 +3,24 @@ here), reshapes are counted by kind, and dataset_info entries match the roles wr
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lf_rules import TrainingAbort, split_function_call
 
+from scorers.tqs_v2 import SCORE_KEYS
 from transforms.sinks import lf_render
 from transforms.sinks.lf import (
     LF_ROLES,
+    RECORD_DROP_KINDS,
     RESHAPE_KINDS,
+    LfSettings,
     dataset_info,
     dataset_info_entry,
     render_with_chat_template,
@@ -24,16 +28,14 @@ from transforms.sinks.lf import (
 )
 
 TAGS = dataset_info_entry("lf.json")["tags"]
-TOOL_CALL_WORDS = ("<tool_call>", "</tool_call>")
+DROP_TEXT = LfSettings(call_text="drop")
 
 
-def lf_problems(
-    example: dict[str, Any], tool_call_words: tuple[str, str] | None = None
-) -> list[str]:
+def lf_problems(example: dict[str, Any], settings: LfSettings | None = None) -> list[str]:
     """What would make LLaMA-Factory skip (or crash on) an example, per its sharegpt converter:
     user/observation at 1-based odd positions, assistant/function_call at even ones, an even
-    count, function_call content that json-parses to {name, arguments} (or a list of them),
-    and a tools column that its default tool formatter can read."""
+    count, function_call content that FunctionFormatter parses to {name, arguments} (or a list
+    of them), and a tools column that its default tool formatter can read."""
     odd = (TAGS["user_tag"], TAGS["observation_tag"])
     even = (TAGS["assistant_tag"], TAGS["function_tag"])
     messages = example["messages"]
@@ -48,7 +50,7 @@ def lf_problems(
         if message["role"] not in allowed:
             problems.append(f"{position}: role {message['role']!r} not in {allowed}")
         if message["role"] == TAGS["function_tag"]:
-            problems += _function_problems(position, message["content"], tool_call_words)
+            problems += _function_problems(position, message["content"], settings or LfSettings())
     if len(messages) % 2:
         problems.append(f"odd message count {len(messages)}")
     if not isinstance(example["system"], str):
@@ -57,16 +59,11 @@ def lf_problems(
     return problems
 
 
-def _function_problems(position: int, content: str, words: tuple[str, str] | None) -> list[str]:
-    if words and words[0] in content:
-        content = content.split(words[0], 1)[1].rsplit(words[1], 1)[0]
+def _function_problems(position: int, content: str, settings: LfSettings) -> list[str]:
     try:
-        calls = json.loads(content)
-    except ValueError:
-        return [f"{position}: function_call content is not JSON"]
-    calls = calls if isinstance(calls, list) else [calls]
-    if not calls or not all(isinstance(c, dict) and {"name", "arguments"} <= set(c) for c in calls):
-        return [f"{position}: function_call content is not {{name, arguments}}"]
+        split_function_call(content, settings.tool_call_words, settings.thought_words)
+    except TrainingAbort as exc:
+        return [f"{position}: {exc}"]
     return []
 
 
@@ -142,26 +139,28 @@ PARALLEL_CALLS = json.dumps(
 )
 
 
-def test_tool_record_maps_to_function_call_and_observation_turns() -> None:
+def test_tool_record_keeps_text_reasoning_and_one_result_block_per_call() -> None:
     example, kinds = to_lf_example(TOOL_RECORD)
     assert example is not None
     assert example["messages"] == [
         {"role": "user", "content": "do it"},
-        {"role": "function_call", "content": PARALLEL_CALLS},
         {
-            "role": "observation",
-            "content": json.dumps(
-                [{"name": "Read", "content": "A"}, {"name": "Grep", "content": "B"}]
-            ),
+            "role": "function_call",
+            "content": "<think>\nhmm\n</think>\n\nLet me look.\n"
+            f"<tool_call>{PARALLEL_CALLS}</tool_call>",
         },
+        {"role": "observation", "content": "A\n</tool_response>\n<tool_response>\nB"},
         {"role": "function_call", "content": '{"name": "Bash", "arguments": {"command": "ls"}}'},
         {"role": "observation", "content": "out"},
         {"role": "assistant", "content": "done"},
     ]
-    assert kinds == ["call_text_dropped"]
+    assert kinds == []
     assert example["system"] == "S"
     assert json.loads(example["tools"]) == TOOL_RECORD["tools"]
     assert lf_problems(example) == []
+    prose, calls = split_function_call(example["messages"][1]["content"])
+    assert prose == "<think>\nhmm\n</think>\n\nLet me look.\n"
+    assert [name for name, _ in calls] == ["Read", "Grep"]
 
 
 def test_metadata_is_copied_from_unique_info_in_column_order() -> None:
@@ -178,27 +177,165 @@ def test_metadata_is_copied_from_unique_info_in_column_order() -> None:
         "_usage",
         "_instance_metadata",
     ]
-    info = TOOL_RECORD["meta_info"]["unique_info"]
-    assert {k: example[k] for k in info} == info
+    # Copied through the one output schema (transforms/sinks/schema.py): typed structs with
+    # every key, open-ended metadata as JSON text, unknown usage keys in `_usage.extra`.
+    assert example["_instance_id"] == "inst-1" and example["_agent_type"] == "main"
+    assert example["_score"]["composite_score"] == 0.5
+    assert set(example["_score"]) == set(SCORE_KEYS) and example["_score"]["ped_score"] is None
+    assert example["_gen_params"] == '{"temperature":0}'
+    assert example["_usage"] == {
+        "n_input_tokens": None,
+        "n_cache_tokens": None,
+        "n_output_tokens": None,
+        "cost_usd": None,
+        "extra": '{"total_prompt_tokens":10}',
+    }
+    assert example["_instance_metadata"] == '{"scaffold":"claudecode"}'
 
 
 def test_missing_agent_type_means_main_and_missing_payloads_are_null() -> None:
     example, _ = to_lf_example(im([msg("user", "q"), msg("assistant", "a")]))
     assert example is not None
     assert example["_agent_type"] == "main"
-    assert example["_score"] is None and example["_usage"] is None
+    assert example["_score"] is None and example["_instance_metadata"] is None
+    assert set(example["_usage"].values()) == {None}  # every usage key, typed null
     assert example["tools"] == "" and example["system"] == ""
 
 
-def test_tool_call_words_keep_the_text_before_the_calls() -> None:
-    example, kinds = to_lf_example(TOOL_RECORD, tool_call_words=TOOL_CALL_WORDS)
+def test_drop_settings_give_older_releases_bare_json_and_count_what_went() -> None:
+    example, kinds = to_lf_example(TOOL_RECORD, DROP_TEXT)
     assert example is not None
-    assert (
-        example["messages"][1]["content"] == f"Let me look.<tool_call>{PARALLEL_CALLS}</tool_call>"
+    # LLaMA-Factory 0.9.3 and older json-parse the content (0.9.3 after cutting <think>…</think>)
+    assert example["messages"][1]["content"] == f"<think>\nhmm\n</think>\n\n{PARALLEL_CALLS}"
+    assert kinds == ["call_text_dropped"]
+    assert lf_problems(example, DROP_TEXT) == []
+    bare = LfSettings(call_text="drop", reasoning="drop")
+    example, kinds = to_lf_example(TOOL_RECORD, bare)
+    assert example is not None
+    assert example["messages"][1]["content"] == PARALLEL_CALLS
+    assert kinds == ["reasoning_dropped", "call_text_dropped"]
+
+
+def test_a_template_s_own_markers_are_used() -> None:
+    settings = LfSettings(
+        tool_call_words=("<|tool_call_start|>", "<|tool_call_end|>"),
+        thought_words=("<seed:think>", "</seed:think>"),
     )
-    assert example["messages"][3]["content"] == '{"name": "Bash", "arguments": {"command": "ls"}}'
-    assert kinds == []
-    assert lf_problems(example, TOOL_CALL_WORDS) == []
+    example, kinds = to_lf_example(TOOL_RECORD, settings)
+    assert example is not None and kinds == []
+    content = example["messages"][1]["content"]
+    assert content == (
+        f"<seed:think>hmm</seed:think>Let me look.\n<|tool_call_start|>{PARALLEL_CALLS}"
+        "<|tool_call_end|>"
+    )
+    assert lf_problems(example, settings) == []
+
+
+def test_reasoning_on_a_plain_answer_goes_in_front_inside_the_thought_markers() -> None:
+    record = im([msg("user", "q"), msg("assistant", "42", reasoning_content="6 times 7")])
+    example, kinds = to_lf_example(record)
+    assert example is not None and kinds == []
+    assert example["messages"][1] == {
+        "role": "assistant",
+        "content": "<think>\n6 times 7\n</think>\n\n42",
+    }
+    example, kinds = to_lf_example(record, LfSettings(reasoning="drop"))
+    assert example is not None and example["messages"][1]["content"] == "42"
+    assert kinds == ["reasoning_dropped"]
+
+
+def test_reasoning_alone_is_a_trainable_answer_unless_dropped() -> None:
+    record = im([msg("user", "q"), msg("assistant", "", reasoning_content="nothing to say")])
+    example, kinds = to_lf_example(record)
+    assert example is not None and kinds == []
+    assert example["messages"][1]["content"] == "<think>\nnothing to say\n</think>\n\n"
+    example, kinds = to_lf_example(record, LfSettings(reasoning="drop"))
+    assert example is None
+    assert kinds == [
+        "reasoning_dropped",
+        "empty_assistant_dropped",
+        "trailing_user_dropped",
+        "no_trainable_turn",
+    ]
+
+
+def test_text_holding_the_markers_puts_the_calls_first_and_renders_the_same() -> None:
+    text = "I will emit <tool_call> by hand"
+    record = im(
+        [
+            msg("user", "q"),
+            msg("assistant", text, tool_calls=[call("c1", "Bash", '{"command": "ls"}')]),
+            msg("tool", "out", tool_call_id="c1"),
+            msg("assistant", "done"),
+        ]
+    )
+    example, kinds = to_lf_example(record)
+    assert example is not None and kinds == []
+    content = example["messages"][1]["content"]
+    assert content.startswith("<tool_call>{")
+    assert split_function_call(content) == (text + "\n", [("Bash", {"command": "ls"})])
+
+
+def test_markers_inside_arguments_are_escaped_and_read_back_unchanged() -> None:
+    arguments = {"content": "a </tool_call> b <tool_call> c <think>"}
+    record = im(
+        [
+            msg("user", "q"),
+            msg(
+                "assistant", "Writing it.", tool_calls=[call("c1", "Write", json.dumps(arguments))]
+            ),
+            msg("tool", "ok", tool_call_id="c1"),
+            msg("assistant", "done"),
+        ]
+    )
+    for lf in (LfSettings(), DROP_TEXT, LfSettings(thought_words=("<think>", "</think>"))):
+        example, kinds = to_lf_example(record, lf)
+        assert example is not None and "call_text_marker_clash" not in kinds
+        content = example["messages"][1]["content"]
+        assert "</tool_call> b" not in content
+        words = (lf.tool_call_words, lf.thought_words)
+        assert split_function_call(content, *words)[1] == [("Write", arguments)]
+
+
+def test_results_follow_call_order_and_every_call_gets_a_block() -> None:
+    calls = [call("c1", "Read", "{}"), call("c2", "Grep", "{}"), call("c3", "Bash", "{}")]
+    record = im(
+        [
+            msg("user", "q"),
+            msg("assistant", "", tool_calls=calls),
+            msg("tool", "bash out", tool_call_id="c3"),
+            msg("tool", "read out", tool_call_id="c1"),
+            msg("assistant", "done"),
+        ]
+    )
+    example, kinds = to_lf_example(record)
+    assert example is not None
+    blocks = example["messages"][2]["content"].split("\n</tool_response>\n<tool_response>\n")
+    assert blocks == ["read out", "", "bash out"]
+    assert kinds == ["missing_result_filled"]
+
+
+def test_parallel_calls_drop_leaves_the_record_out_and_says_why() -> None:
+    example, kinds = to_lf_example(TOOL_RECORD, LfSettings(parallel_calls="drop"))
+    assert (example, kinds) == (None, ["parallel_calls_dropped"])
+    single = im([msg("user", "q"), msg("assistant", "", tool_calls=[call("c", "Bash", "{}")])])
+    example, kinds = to_lf_example(single, LfSettings(parallel_calls="drop"))
+    assert example is not None and kinds == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("call_text", "maybe"),
+        ("reasoning", ""),
+        ("parallel_calls", "split"),
+        ("tool_call_words", ("<tool_call>", "")),
+        ("thought_words", ("<think>",)),
+    ],
+)
+def test_settings_refuse_what_cannot_work(field: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=field):
+        LfSettings(**{field: value})
 
 
 def test_terminus2_record_is_plain_user_assistant_alternation() -> None:
@@ -248,7 +385,10 @@ def test_broken_record_is_repaired_and_every_repair_counted() -> None:
     assert example["system"] == "S1\n\nS2"
     assert example["messages"] == [
         {"role": "user", "content": "u1\n\nu2"},
-        {"role": "function_call", "content": '{"name": "Bash", "arguments": "not json{"}'},
+        {
+            "role": "function_call",
+            "content": 'a1\n<tool_call>{"name": "Bash", "arguments": "not json{"}</tool_call>',
+        },
         {"role": "user", "content": "mid\n\nr1\n\nu3"},
         {"role": "assistant", "content": "a2"},
     ]
@@ -257,14 +397,15 @@ def test_broken_record_is_repaired_and_every_repair_counted() -> None:
         "system_to_user",
         "empty_assistant_dropped",
         "arguments_not_json",
+        "unmatched_result_kept",  # r1: a user turn ("mid") came between the call and it
         "unknown_role_dropped",
+        "unmatched_result_kept",  # the orphan after a2
         "prompt_turns_merged",
         "response_turns_merged",
         "prompt_turns_merged",
         "prompt_turns_merged",
         "leading_response_dropped",
         "trailing_observation_dropped",
-        "call_text_dropped",
         "tool_schema_filled",
     ]
     broken_tool = json.loads(example["tools"])[1]["function"]["parameters"]
@@ -291,9 +432,12 @@ def test_text_then_call_assistant_messages_merge_into_one_function_call_turn() -
         "observation",
         "assistant",
     ]
-    names = [r["name"] for r in json.loads(example["messages"][2]["content"])]
-    assert names == ["bash", ""]
-    assert kinds == ["response_turns_merged", "call_text_dropped"]
+    assert example["messages"][1]["content"] == (
+        'thinking\n<tool_call>{"name": "Bash", "arguments": {"command": "ls"}}</tool_call>'
+    )
+    # the late result answers no call: kept as a block after the call's own
+    assert example["messages"][2]["content"] == "out\n</tool_response>\n<tool_response>\nlate"
+    assert kinds == ["unmatched_result_kept", "response_turns_merged"]
 
 
 @pytest.mark.parametrize(
@@ -345,20 +489,42 @@ _MESSAGES = st.sampled_from(
 )
 
 
+_SETTINGS = st.sampled_from(
+    [
+        LfSettings(),
+        DROP_TEXT,
+        LfSettings(reasoning="drop"),
+        LfSettings(parallel_calls="drop"),
+        LfSettings(tool_call_words=("[TC]", "[/TC]"), thought_words=("<t>", "</t>")),
+    ]
+)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_MESSAGES, max_size=14), st.booleans())
+@given(st.lists(_MESSAGES, max_size=14), _SETTINGS)
 def test_any_message_sequence_gives_a_loadable_example_or_none(
-    messages: list[dict[str, Any]], words: bool
+    messages: list[dict[str, Any]], lf: LfSettings
 ) -> None:
-    tool_call_words = TOOL_CALL_WORDS if words else None
-    example, kinds = to_lf_example(im(messages), tool_call_words=tool_call_words)
+    example, kinds = to_lf_example(im(messages), lf)
     assert set(kinds) <= set(RESHAPE_KINDS)
-    assert to_lf_example(im(messages), tool_call_words=tool_call_words) == (example, kinds)
+    assert to_lf_example(im(messages), lf) == (example, kinds)
     if example is None:
-        assert kinds[-1] == "no_trainable_turn"
-    else:
-        assert "no_trainable_turn" not in kinds
-        assert lf_problems(example, tool_call_words) == []
+        assert kinds[-1] in RECORD_DROP_KINDS
+        return
+    assert not set(kinds) & set(RECORD_DROP_KINDS)
+    assert lf_problems(example, lf) == []
+    turns = example["messages"]
+    for previous, turn in itertools.pairwise(turns):
+        if turn["role"] == "observation" and "unmatched_result_kept" not in kinds:
+            words = (lf.tool_call_words, lf.thought_words)
+            calls = split_function_call(previous["content"], *words)[1]
+            assert turn["content"].count("</tool_response>\n<tool_response>") == len(calls) - 1
+    if lf.parallel_calls == "drop":
+        assert all(
+            len(split_function_call(t["content"], lf.tool_call_words, lf.thought_words)[1]) == 1
+            for t in turns
+            if t["role"] == "function_call"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -366,22 +532,26 @@ def case_records(cases_lines: list[bytes]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in cases_lines]
 
 
-@pytest.mark.parametrize("tool_call_words", [None, TOOL_CALL_WORDS])
+@pytest.mark.parametrize("lf", [LfSettings(), DROP_TEXT], ids=["default", "drop-text"])
 def test_every_reference_record_gives_a_loadable_example(
-    case_records: list[dict[str, Any]], tool_call_words: tuple[str, str] | None
+    case_records: list[dict[str, Any]], lf: LfSettings
 ) -> None:
     reshapes: Counter[str] = Counter()
     for record in case_records:
-        example, kinds = to_lf_example(record, tool_call_words=tool_call_words)
+        example, kinds = to_lf_example(record, lf)
         assert example is not None, record["meta_info"]["unique_info"]["_instance_id"]
-        problems = lf_problems(example, tool_call_words)
+        problems = lf_problems(example, lf)
         assert problems == [], (record["meta_info"]["unique_info"]["_instance_id"], problems)
         responses = [m for m in example["messages"] if m["role"] in ("assistant", "function_call")]
         assert len(responses) == sum(m["role"] == "assistant" for m in record["messages"])
         reshapes.update(kinds)
-    # Valid IM records only lose the text beside tool calls, and one tool schema gets filled.
-    expected = {"call_text_dropped": 4333} if tool_call_words is None else {}
-    assert dict(reshapes) == {**expected, "tool_schema_filled": 1}
+    # Valid IM records: one tool schema gets filled, and two parallel calls whose second
+    # result the source lacks get an empty block; the text beside calls is dropped only
+    # when asked (the issue's 4,333 turns).
+    expected = {"tool_schema_filled": 1, "missing_result_filled": 2}
+    if lf.call_text == "drop":
+        expected["call_text_dropped"] = 4333
+    assert dict(reshapes) == expected
 
 
 def test_reference_examples_form_one_arrow_table(case_records: list[dict[str, Any]]) -> None:
@@ -429,26 +599,3 @@ def test_render_without_transformers_raises_a_clear_error(monkeypatch: pytest.Mo
     with pytest.raises(ImportError, match="needs the `transformers` package"):
         render_with_chat_template(TOOL_RECORD, "/nonexistent")
     lf_render.load_tokenizer.cache_clear()
-
-
-def test_render_with_a_local_chat_template(tmp_path: Path) -> None:
-    transformers = pytest.importorskip("transformers")
-    tokenizers = pytest.importorskip("tokenizers")
-    backend = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
-    backend.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
-    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]")
-    tokenizer.chat_template = (
-        "{% for m in messages %}<{{ m.role }}>{{ m.content }}"
-        "{% for c in m.tool_calls or [] %}[call {{ c.function.name }} "
-        "{{ c.function.arguments.file_path or c.function.arguments.command or '' }}]{% endfor %}"
-        "{{ '\\n' }}{% endfor %}"  # transformers' Jinja trims a newline after a block tag
-    )
-    tokenizer.save_pretrained(tmp_path)
-    lf_render.load_tokenizer.cache_clear()
-    example = render_with_chat_template(TOOL_RECORD, str(tmp_path))
-    assert example["text"].startswith(
-        "<system>S\n<user>do it\n<assistant>Let me look.[call Read a]"
-    )
-    assert "<tool>A\n<tool>B\n" in example["text"]
-    assert "[call Bash ls]" in example["text"]
-    assert example["_instance_id"] == "inst-1" and example["_agent_type"] == "main"

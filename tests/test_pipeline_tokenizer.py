@@ -72,9 +72,15 @@ def test_lf_rendered_through_the_chat_template(
         == 0
     )
     examples = orjson.loads((out / JOB / "lf.json").read_bytes())
-    assert examples and all(e["text"].startswith("<system>") for e in examples)
+    assert examples
+    for example in examples:  # prompt / response turns for stage sft with `template: empty`
+        roles = [turn["role"] for turn in example["messages"]]
+        assert roles == ["user", "assistant"] * (len(roles) // 2) and roles
+        assert example["messages"][0]["content"].startswith("<system>")
+        assert example["messages"][1]["content"].startswith("<assistant>")
     info = orjson.loads((out / JOB / "dataset_info.json").read_bytes())
-    assert info[JOB]["columns"] == {"prompt": "text"}
+    assert info[JOB]["formatting"] == "sharegpt"
+    assert "template: empty" in info[JOB]["_trajcurate_note"]
 
 
 def test_a_missing_tokenizer_folder_is_a_usage_error(

@@ -20,6 +20,7 @@ from scorers import tqs_v2
 from scorers.im import agent_type
 from transforms.cleaning import clean_record
 from transforms.progress import Progress
+from transforms.sinks.schema import conform_im_record
 
 Record = dict[str, Any]
 
@@ -86,6 +87,8 @@ def test_scores_every_record_in_input_order_keeping_keys(
     expected = [orjson.loads(orjson.dumps(r)) for r in cases]
     for record in expected:  # the chain's clean stage removes terminal escape sequences
         clean_record(record)
+    # ... and every IM writer writes the one output schema (transforms/sinks/schema.py)
+    expected = [conform_im_record(r) for r in expected]
     first = _write(tmp_path / "a.jsonl", [_stale(r) for r in cases[:200]])
     second = _write(tmp_path / "b.jsonl", [_stale(r) for r in cases[200:]])
     out = tmp_path / "out" / "scored.jsonl"

@@ -21,6 +21,7 @@ from apache_beam.pvalue import TaggedOutput
 
 from transforms.chain import DEAD_LETTER, dead_letter_record, job_of
 from transforms.sinks import layout, parts
+from transforms.sinks.lf import DEFAULT_LF, LfSettings
 from transforms.sinks.records import bundle_payload
 
 WRITTEN = "written"
@@ -48,12 +49,10 @@ class SpillBundle(beam.DoFn):
     read-only) fails the run rather than every bundle.
     """
 
-    def __init__(
-        self, output: str, num_shards: int, chat_template_tokenizer: str | None = None
-    ) -> None:
+    def __init__(self, output: str, num_shards: int, lf: LfSettings = DEFAULT_LF) -> None:
         self.output = output
         self.num_shards = num_shards
-        self.chat_template_tokenizer = chat_template_tokenizer
+        self.lf = lf
         self._spills: dict[tuple[str, int], parts.SpillFile] = {}
 
     def start_bundle(self) -> None:
@@ -61,7 +60,7 @@ class SpillBundle(beam.DoFn):
 
     def process(self, bundle: dict[str, Any]) -> Iterator[Any]:
         try:
-            payload = bundle_payload(bundle, self.chat_template_tokenizer)
+            payload = bundle_payload(bundle, self.lf)
         except Exception as exc:  # one unrenderable bundle must not stop the run
             yield TaggedOutput(DEAD_LETTER, dead_letter_record(WRITE_STAGE, bundle, exc))
             return

@@ -40,9 +40,11 @@ def job_dir(output: str, job: str) -> str:
     return FileSystems.join(output, folder) if _remote(output) else os.path.join(output, folder)
 
 
-def shard_name(kind: str, shard: int, num_shards: int) -> str:
-    """`im.jsonl` / `lf.json` unsharded; `im-00000-of-00008.jsonl` when sharded."""
-    suffix = ".jsonl" if kind == IM else ".json"
+def shard_name(kind: str, shard: int, num_shards: int, suffix: str | None = None) -> str:
+    """`im.jsonl` / `lf.json` unsharded; `im-00000-of-00008.jsonl` when sharded (`suffix`,
+    e.g. `.parquet`, replaces the JSON one)."""
+    if suffix is None:
+        suffix = ".jsonl" if kind == IM else ".json"
     if num_shards <= 0:
         return kind + suffix
     return f"{kind}-{shard:05d}-of-{num_shards:05d}{suffix}"
@@ -96,6 +98,11 @@ def read_bytes(path: str) -> bytes:
     return data
 
 
+def open_read(path: str) -> IO[bytes] | Any:
+    """A file opened for reading, local or on any Beam filesystem (a context manager)."""
+    return FileSystems.open(path) if _remote(path) else open(path, "rb")
+
+
 class FileWriter:
     """A file written through a temporary name and renamed into place on a clean close."""
 
@@ -106,6 +113,11 @@ class FileWriter:
 
     def write(self, data: bytes) -> None:
         self._handle.write(data)
+
+    @property
+    def handle(self) -> IO[bytes] | Any:
+        """The open file, for writers that stream into it themselves (Parquet)."""
+        return self._handle
 
     def __enter__(self) -> FileWriter:
         return self

@@ -1,47 +1,68 @@
 """IM record -> LLaMA-Factory sharegpt example that LLaMA-Factory loads as written (formats §5).
 
-What LLaMA-Factory (checked against 0.9.5: `data/converter.py`, `formatter.py`, `parser.py`)
-requires of a sharegpt example, and how the mapping meets it:
+What LLaMA-Factory (checked against the 0.9.4 and 0.9.5 sources: `data/converter.py`,
+`formatter.py`, `template.py`, `tool_utils.py`) requires of a sharegpt example, and how the
+mapping meets it:
 
 - Roles alternate: user/observation at positions 1, 3, 5… (1-based), assistant/function_call
   at 2, 4, 6…, and the count is even — otherwise the example is skipped with only a warning.
   The system prompt goes to the `system` column (a `system` role is only honoured as the
   first message), the tool list to the `tools` column as a JSON string ("" when none).
 - user -> `user`; assistant text -> `assistant`; assistant tool calls -> one `function_call`
-  turn whose content is the JSON `{"name", "arguments": {...}}`, or a JSON list of them for
-  parallel calls (LLaMA-Factory's FunctionFormatter accepts both). Consecutive tool results
-  -> one `observation` turn: one result as its text, several as a JSON list of
-  `{"name", "content"}` in call order. Terminus-2 records (no tools, observations as user
-  messages) come out as plain user/assistant alternation.
-- Text beside tool calls: FunctionFormatter `json.loads` the whole content unless it finds the
-  chat template's own `tool_call_words` (or `thought_words`) around the JSON — anything else
-  raises RuntimeError and stops the training run. Those words differ per template and older
-  releases lack them, so by default the text is dropped (reshape `call_text_dropped`);
-  pass `tool_call_words` (e.g. `("<tool_call>", "</tool_call>")`, the 0.9.5 default) to
-  keep it as `text<tool_call>{json}</tool_call>`.
-- `reasoning_content` is not carried (sharegpt has no field for it).
+  turn whose calls are the JSON `{"name", "arguments": {...}}`, or a JSON list of them for
+  parallel calls (FunctionFormatter accepts both and renders one call block per call).
+  Terminus-2 records (no tools, observations as user messages) come out as plain
+  user/assistant alternation.
+- Text beside tool calls (`LfSettings.call_text`, kept by default): FunctionFormatter looks for
+  the first `tool_call_words[0] … tool_call_words[1]` span, parses the JSON inside it, and
+  renders everything outside that span, then the formatted calls. So the turn is written
+  `text\n<tool_call>{json}</tool_call>`; if the text itself holds the markers, the calls go
+  first (the rendering is the same). 0.9.2 and 0.9.3 parse the content as JSON once a
+  `<think>…</think>` span is cut out: for them `call_text="drop"` writes the (thought and)
+  bare JSON and counts `call_text_dropped`.
+- Reasoning (`LfSettings.reasoning`, kept by default): IM `reasoning_content` goes in front of
+  the turn's text inside the template's `thought_words` (`<think>\n` … `\n</think>\n\n` by
+  default), on assistant and function_call turns alike — FunctionFormatter keeps it as part
+  of the text outside the tool-call span.
+- Tool results: consecutive results -> one `observation` turn holding the raw results in the
+  order of the calls they answer, joined by `RESULT_SEPARATOR`, as LLaMA-Factory's own
+  OpenAI-format converter joins them; the qwen-style observation slot
+  (`<tool_response>\n{{content}}\n</tool_response>`) then shows one block per call. A call
+  without a result gets an empty block, so the counts always match.
+- Templates that cannot render parallel calls (glm4's tool formatter raises on them and
+  aborts the dataset): `parallel_calls="drop"` leaves such records out, counted.
 
 Anything that would still break the rules is repaired deterministically and each repair is
-reported by kind (see `RESHAPE_KINDS`); a record is dropped (None) only when no trainable
-turn is left.
+reported by kind (see `RESHAPE_KINDS`); a record is dropped (None) only for a kind in
+`RECORD_DROP_KINDS`.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scorers.im import agent_type
-from transforms.sinks.lf_render import render_with_chat_template
+from transforms.sinks.lf_render import RENDER_KINDS, render_with_chat_template
+from transforms.sinks.schema import lf_metadata
 
 __all__ = [
+    "DEFAULT_LF",
     "FUNCTION",
+    "KEEP_DROP",
     "LF_ROLES",
     "OBSERVATION",
+    "RECORD_DROP_KINDS",
     "RESHAPE_KINDS",
+    "RESULT_SEPARATOR",
     "SHARDED_NOTE",
+    "THOUGHT_WORDS",
+    "TOOL_CALL_WORDS",
+    "LfSettings",
     "dataset_info",
     "dataset_info_entry",
     "render_with_chat_template",
@@ -52,6 +73,15 @@ USER, ASSISTANT, OBSERVATION, FUNCTION = "user", "assistant", "observation", "fu
 LF_ROLES = (USER, ASSISTANT, OBSERVATION, FUNCTION)
 _PROMPT_SIDE = (USER, OBSERVATION)
 
+KEEP_DROP = ("keep", "drop")
+# LLaMA-Factory's defaults for templates that do not set their own (register_template).
+TOOL_CALL_WORDS = ("<tool_call>", "</tool_call>")
+THOUGHT_WORDS = ("<think>\n", "\n</think>\n\n")
+# 0.9.2 and 0.9.3 cut a greedy `<think>(.*)</think>` span out of a function_call turn.
+_LEGACY_THOUGHT_WORDS = ("<think>", "</think>")
+# How LLaMA-Factory's OpenAI-format converter joins the results of parallel calls.
+RESULT_SEPARATOR = "\n</tool_response>\n<tool_response>\n"
+
 RESHAPE_KINDS = {
     "system_merged": "several leading system messages joined into the system column",
     "system_to_user": "a system message after the conversation started became a user turn",
@@ -59,15 +89,27 @@ RESHAPE_KINDS = {
     "empty_assistant_dropped": "an assistant message with no text and no tool call dropped",
     "arguments_not_json": "tool-call arguments that are not JSON kept as a JSON string",
     "tool_schema_filled": "a tool without parameters.properties given an empty object schema",
-    "call_text_dropped": "the text of an assistant turn that also calls tools dropped",
+    "call_text_dropped": "the text of an assistant turn that also calls tools dropped "
+    "(--lf-call-text drop)",
+    "call_text_marker_clash": "the text and reasoning beside tool calls dropped: they hold the "
+    "template's markers in a way LLaMA-Factory would misread as the calls",
+    "reasoning_dropped": "the reasoning of an assistant turn dropped (--lf-reasoning drop)",
+    "result_matched_by_position": "a tool result whose id answers no pending call given to "
+    "the first call left without a result",
+    "unmatched_result_kept": "a tool result beyond the calls it could answer kept as an extra "
+    "block",
+    "missing_result_filled": "a call without a tool result given an empty result block",
     "prompt_turns_merged": "consecutive user/observation turns merged (joined by a blank line)",
     "response_turns_merged": "consecutive assistant/function_call turns merged into one",
     "leading_response_dropped": "an assistant/function_call turn before any user turn dropped",
     "trailing_user_dropped": "a user turn after the last assistant turn dropped",
     "trailing_observation_dropped": "tool results after the last assistant turn dropped",
     "no_trainable_turn": "nothing trainable left: the record is not written",
+    "parallel_calls_dropped": "a record with a turn of several calls not written "
+    "(--lf-parallel-calls drop, for templates such as glm4)",
+    **RENDER_KINDS,  # --chat-template-tokenizer
 }
-_COPIED = ("_score", "_instance_id", "_agent_type", "_gen_params", "_usage", "_instance_metadata")
+RECORD_DROP_KINDS = ("no_trainable_turn", "parallel_calls_dropped", "chat_template_not_prefix")
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 SHARDED_NOTE = (
@@ -78,11 +120,42 @@ SHARDED_NOTE = (
 )
 
 
+@dataclass(frozen=True)
+class LfSettings:
+    """How IM records become LLaMA-Factory examples: one object handed down to the writer
+    (the Beam sink and the plain loop alike).
+
+    The marker pairs must be the ones of the template trained with (LLaMA-Factory's
+    `tool_call_words` / `thought_words`); the defaults are its defaults.
+    """
+
+    call_text: str = "keep"
+    tool_call_words: tuple[str, str] = TOOL_CALL_WORDS
+    reasoning: str = "keep"
+    thought_words: tuple[str, str] = THOUGHT_WORDS
+    parallel_calls: str = "keep"
+    # Render whole records as text with this local tokenizer's chat template instead.
+    chat_template_tokenizer: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("call_text", "reasoning", "parallel_calls"):
+            if getattr(self, name) not in KEEP_DROP:
+                raise ValueError(f"{name}: one of {', '.join(KEEP_DROP)}")
+        for name in ("tool_call_words", "thought_words"):
+            words = getattr(self, name)
+            if len(words) != 2 or not all(isinstance(w, str) and w for w in words):
+                raise ValueError(f"{name}: an opening and a closing marker, both non-empty")
+
+
+DEFAULT_LF = LfSettings()
+
+
 @dataclass
 class _Turn:
     role: str
     texts: list[str] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)
 
     @property
     def prompt_side(self) -> bool:
@@ -90,28 +163,30 @@ class _Turn:
 
 
 def to_lf_example(
-    record: Mapping[str, Any], tool_call_words: tuple[str, str] | None = None
+    record: Mapping[str, Any], settings: LfSettings = DEFAULT_LF
 ) -> tuple[dict[str, Any] | None, list[str]]:
     """The sharegpt example of one IM record and the reshapes it needed, in order.
 
-    Returns `(None, kinds)` only when no trainable turn is left; `kinds` then ends with
-    `no_trainable_turn`.
+    Returns `(None, kinds)` when the record is not written; `kinds` then ends with one of
+    `RECORD_DROP_KINDS`.
     """
     kinds: list[str] = []
     system, rest = _split_system(record.get("messages") or [], kinds)
-    turns = _alternate(_to_turns(rest, kinds), kinds)
+    turns = _alternate(_to_turns(rest, settings, kinds), kinds)
     if not any(not turn.prompt_side for turn in turns):
         kinds.append("no_trainable_turn")
         return None, kinds
-    messages = [_render(turn, tool_call_words, kinds) for turn in turns]
+    if settings.parallel_calls == "drop" and any(len(turn.calls) > 1 for turn in turns):
+        kinds.append("parallel_calls_dropped")
+        return None, kinds
+    messages = [_render(turn, settings, kinds) for turn in turns]
     info = _unique_info(record)
     example: dict[str, Any] = {
         "messages": messages,
         "system": system,
         "tools": _tools_column(record.get("tools"), kinds),
     }
-    for key in _COPIED:
-        example[key] = info.get(key)
+    example.update(lf_metadata(info))  # one schema for every writer (sinks/schema.py)
     example["_agent_type"] = agent_type(record)
     return example, kinds
 
@@ -141,48 +216,61 @@ def _split_system(
     return system, rest
 
 
-def _to_turns(messages: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[_Turn]:
-    """One turn per message, consecutive tool results grouped into one observation turn."""
+def _to_turns(
+    messages: Sequence[Mapping[str, Any]], settings: LfSettings, kinds: list[str]
+) -> list[_Turn]:
+    """One turn per message; consecutive tool results become one observation turn that
+    answers the calls made since the last user or tool message (`pending`)."""
     turns: list[_Turn] = []
-    call_names: dict[str, str] = {}
-    results: list[dict[str, str]] = []
+    pending: list[str] = []
+    results: list[Mapping[str, Any]] = []
     for message in messages:
         role = message.get("role")
         if role == "tool":
-            results.append(_result(message, call_names))
+            results.append(message)
             continue
         if results:
-            turns.append(_Turn(OBSERVATION, [_observation_text(results)]))
-            results = []
+            turns.append(_Turn(OBSERVATION, [_observation_text(results, pending, kinds)]))
+            results, pending = [], []
         if role == "user":
             turns.append(_Turn(USER, [_text(message.get("content"))]))
+            pending = []
         elif role == "assistant":
-            turn = _assistant_turn(message, call_names, kinds)
+            turn = _assistant_turn(message, settings, kinds)
             if turn is not None:
                 turns.append(turn)
+                pending.extend(str(call.get("id") or "") for call in _tool_calls(message))
         else:
             kinds.append("unknown_role_dropped")
     if results:
-        turns.append(_Turn(OBSERVATION, [_observation_text(results)]))
+        turns.append(_Turn(OBSERVATION, [_observation_text(results, pending, kinds)]))
     return turns
 
 
+def _tool_calls(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list(message.get("tool_calls") or [])
+
+
 def _assistant_turn(
-    message: Mapping[str, Any], call_names: dict[str, str], kinds: list[str]
+    message: Mapping[str, Any], settings: LfSettings, kinds: list[str]
 ) -> _Turn | None:
+    """A response turn; a message with neither text, call nor (kept) reasoning is dropped."""
     text = _text(message.get("content"))
     texts = [text] if text.strip() else []
+    reasoning = _text(message.get("reasoning_content"))
+    thoughts = [reasoning] if reasoning.strip() else []
+    if thoughts and settings.reasoning == "drop":
+        kinds.append("reasoning_dropped")
+        thoughts = []
     calls = []
-    for call in message.get("tool_calls") or []:
+    for call in _tool_calls(message):
         function = call.get("function") or {}
         name = _text(function.get("name"))
-        if call.get("id"):
-            call_names[str(call["id"])] = name
         calls.append({"name": name, "arguments": _arguments(function.get("arguments"), kinds)})
     if calls:
-        return _Turn(FUNCTION, texts, calls)
-    if texts:
-        return _Turn(ASSISTANT, texts)
+        return _Turn(FUNCTION, texts, calls, thoughts)
+    if texts or thoughts:
+        return _Turn(ASSISTANT, texts, thoughts=thoughts)
     kinds.append("empty_assistant_dropped")
     return None
 
@@ -200,15 +288,39 @@ def _arguments(raw: Any, kinds: list[str]) -> Any:
         return raw
 
 
-def _result(message: Mapping[str, Any], call_names: Mapping[str, str]) -> dict[str, str]:
-    name = message.get("name") or call_names.get(str(message.get("tool_call_id")), "")
-    return {"name": _text(name), "content": _text(message.get("content"))}
+def _observation_text(
+    results: Sequence[Mapping[str, Any]], pending: Sequence[str], kinds: list[str]
+) -> str:
+    """The raw results in the order of the calls they answer, one block per call.
 
-
-def _observation_text(results: list[dict[str, str]]) -> str:
-    if len(results) == 1:
-        return results[0]["content"]
-    return json.dumps(results, ensure_ascii=False)
+    A result is placed by its `tool_call_id`; one whose id answers no open call takes the
+    first call still without a result, and any beyond the calls is kept after them, so no
+    result is lost; a call left without a result gets an empty block.
+    """
+    slots: list[str | None] = [None] * len(pending)
+    first_slot: dict[str, int] = {}
+    for index, call_id in enumerate(pending):
+        if call_id:
+            first_slot.setdefault(call_id, index)
+    strays: list[str] = []
+    for message in results:
+        content = _text(message.get("content"))
+        slot = first_slot.get(str(message.get("tool_call_id") or ""))
+        if slot is not None and slots[slot] is None:
+            slots[slot] = content
+        else:
+            strays.append(content)
+    extras: list[str] = []
+    for content in strays:
+        if None in slots:
+            kinds.append("result_matched_by_position")
+            slots[slots.index(None)] = content
+        else:
+            kinds.append("unmatched_result_kept")
+            extras.append(content)
+    kinds.extend("missing_result_filled" for slot in slots if slot is None)
+    blocks = [slot or "" for slot in slots] + extras
+    return RESULT_SEPARATOR.join(blocks)
 
 
 def _alternate(turns: list[_Turn], kinds: list[str]) -> list[_Turn]:
@@ -227,6 +339,7 @@ def _alternate(turns: list[_Turn], kinds: list[str]) -> list[_Turn]:
                 last.role = FUNCTION
         last.texts.extend(turn.texts)
         last.calls.extend(turn.calls)
+        last.thoughts.extend(turn.thoughts)
     if merged and not merged[0].prompt_side:
         kinds.append("leading_response_dropped")
         merged.pop(0)
@@ -236,21 +349,98 @@ def _alternate(turns: list[_Turn], kinds: list[str]) -> list[_Turn]:
     return merged
 
 
-def _render(
-    turn: _Turn, tool_call_words: tuple[str, str] | None, kinds: list[str]
-) -> dict[str, str]:
+def _render(turn: _Turn, settings: LfSettings, kinds: list[str]) -> dict[str, str]:
     text = "\n\n".join(turn.texts)
+    thought = _thought(turn, settings)
     if turn.role != FUNCTION:
-        return {"role": turn.role, "content": text}
-    calls: Any = turn.calls[0] if len(turn.calls) == 1 else turn.calls
-    payload = json.dumps(calls, ensure_ascii=False)
-    if not text:
-        return {"role": FUNCTION, "content": payload}
-    if tool_call_words is None:
+        return {"role": turn.role, "content": thought + text}
+    return {"role": FUNCTION, "content": _function_content(turn, text, thought, settings, kinds)}
+
+
+def _thought(turn: _Turn, settings: LfSettings) -> str:
+    """The turn's reasoning inside the template's thought markers ("" when none)."""
+    if not turn.thoughts:
+        return ""
+    opening, closing = settings.thought_words
+    return opening + "\n\n".join(turn.thoughts) + closing
+
+
+def _function_content(
+    turn: _Turn, text: str, thought: str, settings: LfSettings, kinds: list[str]
+) -> str:
+    """What FunctionFormatter renders as `thought + text`, then the calls.
+
+    Without text or thought the content is the bare JSON (every release parses that). With
+    them it is `prose<tool_call>JSON</tool_call>`; when the prose itself holds the markers so
+    that the first marked span would not be the calls, the calls go first (LLaMA-Factory
+    renders the prose before the calls wherever it stands); if even that would be misread,
+    the prose is dropped and counted. Each candidate is checked by splitting it as the
+    formatter does.
+    """
+    opening, closing = settings.tool_call_words
+    markers = (*settings.tool_call_words, *settings.thought_words, *_LEGACY_THOUGHT_WORDS)
+    payload = _calls_json(turn.calls, markers)
+    if text and settings.call_text == "drop":
         kinds.append("call_text_dropped")
-        return {"role": FUNCTION, "content": payload}
-    opening, closing = tool_call_words
-    return {"role": FUNCTION, "content": f"{text}{opening}{payload}{closing}"}
+        text = ""
+    if text and not text.endswith("\n"):
+        text += "\n"  # the calls start on a line of their own, as in the templates' own chats
+    prose = thought + text
+    marked = f"{opening}{payload}{closing}"
+    if not prose:
+        candidates = [payload]
+    elif settings.call_text == "drop":
+        candidates = [prose + payload]  # only a thought: the formatter's thought_words path
+    else:
+        candidates = [prose + marked, marked + prose]
+    for content in candidates:
+        if _formatter_split(content, settings) == (prose, payload):
+            return content
+    kinds.append("call_text_marker_clash")
+    return payload
+
+
+def _formatter_split(content: str, settings: LfSettings) -> tuple[str, str]:
+    """(text rendered before the calls, calls JSON) as LLaMA-Factory's FunctionFormatter
+    splits a function_call content: the first tool-call span holds the JSON and the rest
+    (every copy of that span removed) is the text; without one, the first thought span is
+    the text and the rest the JSON; without either, the whole content is the JSON."""
+    found = _marker_pattern(*settings.tool_call_words).search(content)
+    if found is not None:
+        return content.replace(found.group(0), ""), found.group(1)
+    thought = _marker_pattern(*settings.thought_words).search(content)
+    if thought is not None:
+        return thought.group(0), content.replace(thought.group(0), "")
+    return "", content
+
+
+@functools.lru_cache(maxsize=16)
+def _marker_pattern(opening: str, closing: str) -> re.Pattern[str]:
+    return re.compile(f"{re.escape(opening)}(.*?){re.escape(closing)}", re.DOTALL)
+
+
+def _calls_json(calls: list[dict[str, Any]], markers: Sequence[str]) -> str:
+    """The calls as JSON (one object, or a list for parallel calls) in which no marker
+    appears literally: a marker inside a string is written with its first character as a
+    `\\uXXXX` escape, which json.loads reads back to the same value, so the formatter's
+    marker search never stops inside an argument."""
+    value: Any = calls[0] if len(calls) == 1 else calls
+    payload = json.dumps(value, ensure_ascii=False)
+    escaped = payload
+    for marker in markers:
+        if marker in escaped:
+            escaped = escaped.replace(marker, _escape_first(marker) + marker[1:])
+    if escaped != payload and json.loads(escaped) == value:
+        return escaped
+    return payload
+
+
+def _escape_first(marker: str) -> str:
+    code = ord(marker[0])
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _tools_column(tools: Any, kinds: list[str]) -> str:

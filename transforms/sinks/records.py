@@ -6,26 +6,23 @@ from typing import Any
 
 import orjson
 
-from transforms.sinks.lf import to_lf_example
+from transforms.sinks.lf import DEFAULT_LF, LfSettings, to_lf_example
+from transforms.sinks.schema import jsonl_lines
 
 
-def bundle_payload(
-    bundle: dict[str, Any], chat_template_tokenizer: str | None = None
-) -> dict[str, Any]:
-    """IM lines and LF items of a bundle, in record order, with what the LF writer reshaped."""
-    im_lines = [orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in bundle["records"]]
+def bundle_payload(bundle: dict[str, Any], lf: LfSettings = DEFAULT_LF) -> dict[str, Any]:
+    """IM lines and LF items of a bundle, in record order, with what the LF writer reshaped
+    (a record the LF writer leaves out still counts its reshapes, the drop among them)."""
+    im_lines = list(jsonl_lines(bundle["records"]))
     lf_items: list[bytes] = []
     reshapes: list[str] = []
     for record in bundle["records"]:
-        if chat_template_tokenizer:
+        if lf.chat_template_tokenizer:
             from transforms.sinks.lf import render_with_chat_template
 
-            example: dict[str, Any] | None = render_with_chat_template(
-                record, chat_template_tokenizer
-            )
-            kinds: list[str] = []
+            example, kinds = render_with_chat_template(record, lf.chat_template_tokenizer)
         else:
-            example, kinds = to_lf_example(record)
+            example, kinds = to_lf_example(record, lf)
         reshapes.extend(kinds)
         if example is not None:
             lf_items.append(orjson.dumps(example))
