@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := out/demo
 
-.PHONY: venv demo test lint bench bench-convert bench-pipeline bench-redact clean
+.PHONY: venv demo test lint bench bench-convert bench-pipeline bench-redact bench-report clean
 
 venv: $(STAMP)
 
@@ -18,7 +18,7 @@ NATIVE_SOURCES := setup.py scorers/im_check.py scorers/tqs_v2/_speedups.c \
 # Reinstalls whenever pyproject.toml or a compiled source changes (the stamp is older).
 $(STAMP): pyproject.toml $(NATIVE_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[dev,gcp,aws]'
+	$(BIN)/pip install --quiet -e '.[dev,gcp,aws,report]'
 	touch $@
 
 # Generates a small synthetic corpus of Harbor jobs, then runs the pipeline over it.
@@ -36,6 +36,7 @@ lint: venv
 	$(BIN)/mypy
 
 test: lint
+	sh benchmarks/ensure_chromium.sh
 	TRAJCURATE_SHARED=$(SHARED) $(BIN)/pytest
 
 bench: venv
@@ -50,6 +51,9 @@ bench-redact: venv
 bench-pipeline: venv
 	$(BIN)/python benchmarks/bench_pipeline.py --sizes 1000 10000 \
 		--clone-job $(SHARED)/data/composed/jobs/2026-06-16__12-00-00 --clone-trials 2000
+
+bench-report: venv
+	$(BIN)/python benchmarks/bench_report.py --trials 100000
 
 clean:
 	rm -rf out build .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -24,6 +24,7 @@ COMMANDS = {
     "convert": "pipelines.convert_command",
     "run": "pipelines.run_command",
     "synth": "pipelines.synth_command",
+    "report": "pipelines.report_command",
 }
 
 

@@ -1,0 +1,219 @@
+"""`make bench-report`: build the report of a synthetic 100k-trial run; print time and size.
+
+The run's output is made up directly (no pipeline): `--jobs` job folders, each with a
+`scores.jsonl` of synthetic rows (4 scaffolds, 6 models, 8 languages, `--tasks` tasks,
+scores that separate resolved from unresolved to different degrees, tool-error signatures
+from a pool), a `manifest.json` with counts, a `rejects.jsonl` for the rows rejected by
+score, and an `im.jsonl` holding an IM record for every kept row (one small real record,
+made by `trajcurate synth` + `trajcurate run`, with its instance id replaced), so the
+report scans realistic files for its examples.
+
+Prints the build time (best of `--repeat`) and the report's size, against the target of a
+page under a few MB (5 MiB here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pipelines.cli import main as trajcurate
+from scorers.tqs_v2 import SCORE_KEYS
+from transforms.report import SIDECAR
+from transforms.report.build import ReportSettings, build_report
+
+SCAFFOLDS = ("claudecode", "opencode", "openhands", "terminus2")
+AGENTS = {
+    "claudecode": "claude-code",
+    "opencode": "opencode",
+    "openhands": "openhands",
+    "terminus2": "terminus-2",
+}
+MODELS = ("model-a", "model-b", "model-c", "model-d", "model-e", "model-f")
+LANGUAGES = ("python", "go", "rust", "typescript", "java", "ruby", "c++", "javascript")
+ERRORS = [
+    (tool, f"{kind} error number <n> in <path>")
+    for tool in ("bash", "edit", "read")
+    for kind in (
+        "ModuleNotFoundError",
+        "AssertionError",
+        "SyntaxError",
+        "TypeError",
+        "command not found",
+        "No such file",
+        "Permission denied",
+        "timeout",
+    )
+]
+MIN_SCORE = 0.5
+
+
+def _template(root: Path) -> dict[str, Any]:
+    """The smallest scored main record of a tiny synthetic run."""
+    assert (
+        trajcurate(
+            ["synth", "--out", str(root / "jobs"), "--jobs", "1", "--trials", "30", "--seed", "5"]
+        )
+        == 0
+    )
+    assert (
+        trajcurate(
+            [
+                "run",
+                "--input",
+                str(root / "jobs"),
+                "--output",
+                str(root / "out"),
+                "--instance-status",
+                "all",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    lines = [
+        line
+        for path in (root / "out").glob("*/im.jsonl")
+        for line in path.read_bytes().splitlines()
+    ]
+    mains = [orjson.loads(line) for line in lines if b'"_agent_type":"main"' in line]
+    return min(mains, key=lambda r: len(orjson.dumps(r)))
+
+
+def _row(rng: random.Random, job: str, index: int, tasks: int) -> dict[str, Any]:
+    scaffold = rng.choice(SCAFFOLDS)
+    task = f"task-{rng.randrange(tasks):04d}"
+    skill = rng.random()
+    resolved = rng.random() < 0.25 + 0.5 * skill
+    score: dict[str, Any] = {key: None for key in SCORE_KEYS}
+    for key in SCORE_KEYS:
+        if key.endswith("_score") or key == "reproduce_first":
+            # Some components follow resolution, some do not, one runs against it.
+            lean = {"tvr_score": 0.3, "sub_score": 0.2, "oec_score": 0.0, "tte_score": -0.1}
+            value = rng.gauss(0.55 + lean.get(key, 0.1) * (1 if resolved else -1) / 2, 0.2)
+            score[key] = round(min(max(value, 0.0), 1.0), 4)
+    score.update(
+        scaffold=scaffold,
+        assistant_turns=rng.randrange(2, 120),
+        total_tool_calls=rng.randrange(1, 150),
+    )
+    errors = [[*rng.choice(ERRORS), rng.randrange(1, 5)] for _ in range(rng.randrange(0, 3))]
+    kept = score["composite_score"] >= MIN_SCORE
+    return {
+        "instance_id": f"{task}__{index:07d}",
+        "job": job,
+        "task": task,
+        "agent": AGENTS[scaffold],
+        "model": rng.choice(MODELS),
+        "scaffold": scaffold,
+        "language": rng.choice(LANGUAGES),
+        "reward": 1.0 if resolved else 0.0,
+        "resolved": resolved,
+        "turns": score["assistant_turns"],
+        "score": score,
+        "judges": None,
+        "decision": "kept" if kept else "rejected",
+        "reason": None if kept else f"best main-agent composite_score below {MIN_SCORE}",
+        "tool_errors": errors,
+    }
+
+
+def make_output(root: Path, trials: int, jobs: int, tasks: int, seed: int) -> Path:
+    template = _template(root / "template")
+    output = root / "output"
+    rng = random.Random(seed)
+    per_job = trials // jobs
+    for number in range(jobs):
+        job = f"bench-job-{number}"
+        folder = output / job
+        folder.mkdir(parents=True)
+        rows = sorted(
+            (_row(rng, job, number * per_job + i, tasks) for i in range(per_job)),
+            key=lambda r: r["instance_id"],
+        )
+        with (
+            (folder / SIDECAR).open("wb") as out,
+            (folder / "im.jsonl").open("wb") as im,
+            (folder / "rejects.jsonl").open("wb") as rejects,
+        ):
+            for row in rows:
+                out.write(orjson.dumps(row) + b"\n")
+                if row["decision"] == "kept":
+                    template["meta_info"]["unique_info"]["_instance_id"] = row["instance_id"]
+                    im.write(orjson.dumps(template) + b"\n")
+                else:
+                    rejects.write(
+                        orjson.dumps(
+                            {
+                                "instance_id": row["instance_id"],
+                                "stage": "filter",
+                                "reason": row["reason"],
+                            }
+                        )
+                        + b"\n"
+                    )
+        kept = sum(r["decision"] == "kept" for r in rows)
+        manifest = {
+            "job": job,
+            "options": {"min_score": MIN_SCORE},
+            "counts": {"read": per_job, "written": kept, "rejected.filter": per_job - kept},
+            "accounting": {
+                "in": per_job,
+                "written": kept,
+                "rejected": per_job - kept,
+                "dead_lettered": 0,
+                "balanced": True,
+            },
+        }
+        (folder / "manifest.json").write_bytes(orjson.dumps(manifest))
+    return output
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--trials", type=int, default=100_000)
+    parser.add_argument("--jobs", type=int, default=4)
+    parser.add_argument("--tasks", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
+        root = Path(tmp)
+        began = time.perf_counter()
+        output = make_output(root, args.trials, args.jobs, args.tasks, args.seed)
+        made = time.perf_counter() - began
+        inputs = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())
+        print(
+            f"synthetic run: {args.trials:,} trials in {args.jobs} jobs, "
+            f"{inputs / 2**20:.1f} MiB of inputs ({made:.1f} s to make)"
+        )
+        best = None
+        for _ in range(args.repeat):
+            result = build_report(output, root / "report", ReportSettings())
+            best = result if best is None or result.seconds < best.seconds else best
+        assert best is not None
+        files = {
+            p.relative_to(best.folder).as_posix(): p.stat().st_size
+            for p in sorted(best.folder.rglob("*"))
+            if p.is_file()
+        }
+        print(
+            f"report: {best.rows:,} trials, {best.examples} examples embedded, "
+            f"built in {best.seconds:.1f} s"
+        )
+        for name, size in files.items():
+            print(f"  {name:24s} {size / 2**20:7.2f} MiB")
+        verdict = "met" if best.bytes < 5 * 2**20 else "NOT met"
+        print(f"  {'total':24s} {best.bytes / 2**20:7.2f} MiB (target < 5 MiB: {verdict})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
