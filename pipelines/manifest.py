@@ -26,8 +26,7 @@ from scorers.tqs_v2 import SCORER_NAME, SCORER_VERSION
 from transforms.chain import accounting
 from transforms.sinks import layout
 from transforms.sinks.beam_stats import MergeStats
-from transforms.sinks.lf import dataset_info
-from transforms.sinks.lf_render import rendered_dataset_info_entry
+from transforms.sinks.lf import dataset_info, rendered_dataset_info_entry
 from transforms.sinks.parquet_sink import parquet_names, write_empty
 from transforms.sinks.stats import Stats
 

@@ -11,7 +11,7 @@ import pytest
 from lf_rules import empty_template_pairs, sharegpt_problem
 from test_lf import TOOL_RECORD, call, im, msg
 
-from transforms.sinks import lf_render
+from transforms.sinks import lf, lf_render
 from transforms.sinks.lf import RECORD_DROP_KINDS, RESHAPE_KINDS, LfSettings
 from transforms.sinks.records import bundle_payload
 
@@ -97,7 +97,7 @@ def test_the_sink_counts_what_rendering_left_out(tmp_path: Path) -> None:
 
 
 def test_the_dataset_info_entry_says_how_to_train(tmp_path: Path) -> None:
-    entry = lf_render.rendered_dataset_info_entry("lf.json")
+    entry = lf.rendered_dataset_info_entry("lf.json")
     assert entry["formatting"] == "sharegpt"
     assert entry["tags"]["user_tag"] == "user" and entry["tags"]["assistant_tag"] == "assistant"
     assert "template: empty" in entry["_trajcurate_note"]

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scorers.im import agent_type
-from transforms.sinks.lf_render import RENDER_KINDS, render_with_chat_template
+from transforms.sinks.lf_render import RENDER_KINDS, RENDERED_NOTE, render_with_chat_template
 from transforms.sinks.schema import lf_metadata
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "dataset_info",
     "dataset_info_entry",
     "render_with_chat_template",
+    "rendered_dataset_info_entry",
     "to_lf_example",
 ]
 
@@ -490,6 +491,13 @@ def dataset_info_entry(file_name: str) -> dict[str, Any]:
             "system_tag": "system",
         },
     }
+
+
+def rendered_dataset_info_entry(file_name: str) -> dict[str, Any]:
+    """The entry of chat-template-rendered turns (`--chat-template-tokenizer`): the same
+    sharegpt layout, to be trained with `template: empty` — which the entry cannot set, so it
+    says so in `_trajcurate_note` (LLaMA-Factory reads only the keys it knows)."""
+    return {**dataset_info_entry(file_name), "_trajcurate_note": RENDERED_NOTE}
 
 
 def dataset_info(file_names: Sequence[str], name: str) -> dict[str, dict[str, Any]]:

@@ -36,7 +36,6 @@ __all__ = [
     "TRANSFORMERS_MISSING",
     "load_tokenizer",
     "render_with_chat_template",
-    "rendered_dataset_info_entry",
     "split_rendered_turns",
 ]
 
@@ -125,28 +124,6 @@ def split_rendered_turns(
     if whole[start:]:
         kinds.append("chat_template_tail_dropped")
     return segments
-
-
-def rendered_dataset_info_entry(file_name: str) -> dict[str, Any]:
-    """The `dataset_info.json` entry of rendered turns: sharegpt user/assistant turns (every
-    tag spelled out, as LLaMA-Factory reads absent ones as None), to be trained with
-    `template: empty` — which the entry cannot set, so it says so in `_trajcurate_note`
-    (LLaMA-Factory reads only the keys it knows)."""
-    return {
-        "file_name": file_name,
-        "formatting": "sharegpt",
-        "columns": {"messages": "messages", "system": "system", "tools": "tools"},
-        "tags": {
-            "role_tag": "role",
-            "content_tag": "content",
-            "user_tag": "user",
-            "assistant_tag": "assistant",
-            "observation_tag": "observation",
-            "function_tag": "function_call",
-            "system_tag": "system",
-        },
-        "_trajcurate_note": RENDERED_NOTE,
-    }
 
 
 @functools.lru_cache(maxsize=4)

@@ -45,6 +45,8 @@ from typing import Any
 
 import orjson
 
+from scorers.tqs_v2 import SCORE_KEYS
+
 __all__ = [
     "IM_SCHEMA",
     "LF_SCHEMA",
@@ -131,19 +133,8 @@ SCORE = Field(
         _i("total_tool_calls", "tool calls"),
         *(
             _f(key, f"TQS V2 {key.removesuffix('_score').upper()}, null when not applicable")
-            for key in (
-                "oec_score",
-                "iac_score",
-                "dpi_score",
-                "ped_score",
-                "psn_score",
-                "tte_score",
-                "scp_score",
-                "sub_score",
-                "fec_score",
-                "stp_score",
-                "tvr_score",
-            )
+            for key in SCORE_KEYS
+            if key.endswith("_score") and key != "composite_score"
         ),
         _f("composite_score", "the TQS V2 composite"),
         _f("reproduce_first", "1.0 when the agent reproduced the problem before editing"),
