@@ -5,8 +5,11 @@ It answers with JSON that fits the schema it was sent (`response_format.json_sch
 or, at the weaker levels, the schema it finds in the prompt), as bare JSON for structured
 requests and as prose around a fenced block for plain-text ones, with `usage` counts. Faults
 are scripted: each request takes the next `Fault` of the plan (then answers normally), and
-the server can refuse response formats with a 400 like real servers do. Every request is
-recorded with its monotonic arrival time so tests can check rates.
+the server can refuse response formats with a 400 like real servers do. With `rng`, answers
+are random schema-valid JSON (`random_for_schema`: any enum value, any count between
+minItems and maxItems, any number in range — the answers a real schema-following server may
+give) and `fail_rate` of the unscripted requests get an HTTP 500. Every request is recorded
+with its monotonic arrival time so tests can check rates.
 
 Below the server: a judge-shaped request/answer model and a client whose retries never sleep.
 """
@@ -14,6 +17,7 @@ Below the server: a judge-shaped request/answer model and a client whose retries
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from bisect import bisect_left
@@ -50,7 +54,8 @@ def min_in_full_windows(times: list[float], window: float) -> int:
 
 @dataclass(frozen=True)
 class Fault:
-    """One scripted misbehaviour: kind is status | slow | drop | malformed | invalid."""
+    """One scripted misbehaviour: kind is status | slow | drop | malformed | invalid |
+    not_chat (a 200 whose body is not a chat completion)."""
 
     kind: str
     status: int = 0
@@ -159,6 +164,47 @@ def _sample_number(schema: Mapping[str, Any], *, integer: bool) -> int | float:
     return int(value) if integer else float(value)
 
 
+def random_for_schema(
+    schema: Mapping[str, Any], rng: random.Random, root: Mapping[str, Any] | None = None
+) -> Any:
+    """A random value that fits `schema` (the subset strict structured output uses: $ref,
+    const, enum, anyOf, objects, arrays with min/maxItems, bounded numbers, strings)."""
+    root = schema if root is None else root
+    if "$ref" in schema:
+        target: Any = root
+        for part in str(schema["$ref"]).removeprefix("#/").split("/"):
+            target = target[part]
+        return random_for_schema(target, rng, root)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    for combinator in ("anyOf", "oneOf"):
+        if combinator in schema:
+            return random_for_schema(rng.choice(schema[combinator]), rng, root)
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = rng.choice(kind)
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return {name: random_for_schema(sub, rng, root) for name, sub in properties.items()}
+    if kind == "array":
+        low = int(schema.get("minItems", 0))
+        high = int(schema.get("maxItems", low + 4))
+        items = schema.get("items", {})
+        return [random_for_schema(items, rng, root) for _ in range(rng.randint(low, high))]
+    if kind == "integer":
+        return rng.randint(int(schema.get("minimum", -3)), int(schema.get("maximum", 9)))
+    if kind == "number":
+        return rng.uniform(float(schema.get("minimum", -3)), float(schema.get("maximum", 9)))
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    words = ("", "A1", "A1", " ", "ok", "turn 3 shows it", "x" * 30)
+    return rng.choice(words)
+
+
 def schema_in_prompt(messages: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The JSON schema a prompt quotes after 'schema:' (what a model reads at weaker levels)."""
     decoder = json.JSONDecoder()
@@ -194,8 +240,12 @@ class FakeLLMServer:
         reject_formats: Collection[str] = (),
         api_key: str | None = None,
         model: str = "fake-judge",
+        rng: random.Random | None = None,
+        fail_rate: float = 0.0,
     ) -> None:
         self.reject_formats = set(reject_formats)
+        self.rng = rng
+        self.fail_rate = fail_rate
         self.api_key = api_key
         self.model = model
         self.requests: list[RecordedRequest] = []
@@ -258,8 +308,12 @@ class FakeLLMServer:
             message = f"response_format type '{requested}' is not supported by this model"
             return _error(400, message, f"400 {requested}")
         fault = self._next_fault()
+        if fault is None and self._random_failure():
+            return _error(500, "random failure", "500")
         if fault is None:
             return self._completion(body, self._answer_content(body, requested), "ok")
+        if fault.kind == "not_chat":
+            return Reply(200, dict(JSON_HEADERS), b'{"object": "error"}', "not_chat")
         if fault.kind == "status":
             reply = _error(fault.status, "scripted failure", str(fault.status))
             if fault.retry_after is not None:
@@ -272,12 +326,20 @@ class FakeLLMServer:
         reply = self._completion(body, self._answer_content(body, requested), fault.kind)
         return Reply(reply.code, reply.headers, reply.payload, reply.answered, fault.delay_s)
 
+    def _random_failure(self) -> bool:
+        with self._lock:
+            return self.rng is not None and self.rng.random() < self.fail_rate
+
     def _answer_content(self, body: Mapping[str, Any], requested: str) -> str:
         if requested == "json_schema":
             schema = body["response_format"]["json_schema"]["schema"]
         else:
             schema = schema_in_prompt(body.get("messages", [])) or {"type": "object"}
-        answer = json.dumps(sample_for_schema(schema))
+        if self.rng is None:
+            answer = json.dumps(sample_for_schema(schema))
+        else:
+            with self._lock:
+                answer = json.dumps(random_for_schema(schema, self.rng))
         if requested == "text":
             return f"Here is my assessment.\n```json\n{answer}\n```\nLet me know if you need more."
         return answer

@@ -7,7 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_llm_server import FakeLLMServer, Request, Sleeps, Verdict, ask, make_client, status
+from fake_llm_server import (
+    FakeLLMServer,
+    Request,
+    Sleeps,
+    Verdict,
+    ask,
+    invalid,
+    make_client,
+    malformed,
+    status,
+)
 
 from transforms.llm.cache import ResponseCache, cache_key
 from transforms.llm.client import ChatClient
@@ -48,12 +58,12 @@ def test_entries_round_trip_atomically(tmp_path: Path) -> None:
     cache = ResponseCache(str(tmp_path / "llm-cache"))
     key = cache_key("m", body())
     assert cache.lookup(key).entry is None and cache.lookup(key).corrupt is None
-    assert cache.put(key, {"answer": {"x": 1}, "raw_text": '{"x": 1}'})
+    assert cache.put(key, {"raw_text": '{"x": 1}', "finish_reason": "stop"})
     assert cache.lookup(key).entry == {
-        "answer": {"x": 1},
         "raw_text": '{"x": 1}',
+        "finish_reason": "stop",
         "key": key,
-        "version": 1,
+        "version": 2,
     }
     assert sorted(p.name for p in (tmp_path / "llm-cache").iterdir()) == [f"{key}.json"]
 
@@ -92,6 +102,47 @@ def test_a_rerun_with_the_same_cache_sends_no_request(tmp_path: Path, sleeps: Sl
     assert (counts["tokens_in"], counts["tokens_out"]) == (0, 0)  # nothing spent
 
 
+def test_malformed_answers_and_their_repairs_are_replayed_without_a_request(
+    tmp_path: Path, sleeps: Sleeps
+) -> None:
+    cache_dir = str(tmp_path / "cache")
+    with FakeLLMServer([malformed(), invalid()]) as server:
+        with make_client(server, sleeps, cache=ResponseCache(cache_dir)) as first:
+            answer = first.complete(ask()).answer
+        assert len(server.requests) == 3  # two bad answers, two repair turns
+        server.reset()
+        with make_client(server, sleeps, cache=ResponseCache(cache_dir)) as second:
+            again = second.complete(ask())
+        assert server.requests == []
+    assert again.answer == answer and again.cached and again.attempts == 0
+    counts = second.counters.snapshot()
+    assert (counts["malformed"], counts["repairs"], counts["cache_hits"]) == (2, 2, 1)
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 3
+
+
+def test_an_answer_that_never_parsed_is_not_paid_for_again(tmp_path: Path, sleeps: Sleeps) -> None:
+    cache_dir = str(tmp_path / "cache")
+    with FakeLLMServer([malformed(), malformed("no"), malformed("still no")]) as server:
+        for _ in range(2):
+            client = make_client(server, sleeps, cache=ResponseCache(cache_dir))
+            with client, pytest.raises(Exception, match="gave up after 3 answers"):
+                client.complete(ask())
+        assert len(server.requests) == 3  # the second run replayed all three answers
+
+
+def test_an_entry_of_the_first_cache_version_still_answers(tmp_path: Path, sleeps: Sleeps) -> None:
+    cache = ResponseCache(str(tmp_path))
+    with FakeLLMServer() as server, make_client(server, sleeps, cache=cache) as client:
+        key = cache_key(client.model, client.request_body(ask()))
+        raw_text = '{"summary": "old", "checks": [{"check_id": "a", "status": "passed", '
+        raw_text += '"score": 3}, {"check_id": "b", "status": "failed", "score": 1}]}'
+        old = {"key": key, "version": 1, "answer": json.loads(raw_text), "raw_text": raw_text}
+        (tmp_path / f"{key}.json").write_text(json.dumps(old))
+        hit = client.complete(ask())
+        assert server.requests == []
+    assert hit.cached and hit.answer.summary == "old"
+
+
 def test_a_negotiated_format_still_hits_the_cache(tmp_path: Path, sleeps: Sleeps) -> None:
     cache = ResponseCache(str(tmp_path))
     with FakeLLMServer(reject_formats={"json_schema", "json_object"}) as server:
@@ -113,7 +164,8 @@ def test_a_corrupt_entry_is_asked_again_and_rewritten(tmp_path: Path, sleeps: Sl
         assert len(server.requests) == 1
         assert client.counters.snapshot()["cache_corrupt"] == 1
         assert client.complete(ask()).cached
-    assert json.loads((tmp_path / f"{key}.json").read_text())["answer"]["summary"]
+    raw_text = json.loads((tmp_path / f"{key}.json").read_text())["raw_text"]
+    assert Verdict.model_validate_json(raw_text).summary
 
 
 def test_a_failed_call_is_not_cached(tmp_path: Path, sleeps: Sleeps) -> None:

@@ -102,19 +102,38 @@ def test_real_records_take_the_first_user_message(cases: list[dict[str, Any]]) -
 
 def test_checklist_validation_limits_and_cleanup() -> None:
     assert len(_checklist({"user_query": 40}).check_ids()) == 40
-    with pytest.raises(AnswerError, match="41 checks, at most 40"):
-        _checklist({"user_query": 41})
+    assert _checklist({"user_query": 40}).normalisations() == 0
     with pytest.raises(AnswerError, match="no checks"):
         _checklist({"user_query": 0})
     cleaned = _checklist({"user_query": 1, "repo_policy": 0, "verification": 2})
     assert [c.category_id for c in cleaned.categories] == ["user_query", "verification"]
+    assert cleaned.normalisations() == 0  # an empty category changes no check
 
 
-def test_checklist_rejects_duplicate_ids_and_unknown_enums() -> None:
-    data = checklist_json({"user_query": 2})
-    data["categories"][0]["checks"][1]["check_id"] = "user_query-0"
-    with pytest.raises(AnswerError, match="duplicate check_id"):
-        parse_generated_checklist(_dumps(data))
+def test_checks_beyond_forty_are_cut_and_counted() -> None:
+    checklist = _checklist({"user_query": 30, "verification": 15})
+    assert len(checklist.check_ids()) == 40
+    assert checklist.check_ids()[-1] == "verification-9"
+    assert checklist.normalisations() == 5
+
+
+def test_duplicate_and_empty_ids_are_renamed_and_counted() -> None:
+    data = checklist_json({"user_query": 3, "verification": 1})
+    checks = data["categories"][0]["checks"]
+    checks[1]["check_id"] = "user_query-0"
+    checks[2]["check_id"] = "  "
+    data["categories"][1]["checks"][0]["check_id"] = "user_query-0"
+    checklist = parse_generated_checklist(_dumps(data))
+    assert checklist.check_ids() == [
+        "user_query-0",
+        "user_query-0#2",
+        "user_query-3",  # empty: named after its category and position
+        "user_query-0#3",
+    ]
+    assert checklist.normalisations() == 3
+
+
+def test_checklist_rejects_unknown_enums() -> None:
     data = checklist_json({"user_query": 1})
     data["categories"][0]["checks"][0]["check_type"] = "vibes"
     with pytest.raises(AnswerError, match="check_type"):
@@ -137,11 +156,14 @@ def test_repeated_categories_are_merged_in_order() -> None:
 
 
 @pytest.mark.parametrize(("status", "score"), [("passed", 0), ("failed", 1)])
-def test_status_and_score_must_agree(status: str, score: int) -> None:
-    data = judgement_json({"user_query-0": True})
+def test_a_status_that_contradicts_its_score_follows_the_score(status: str, score: int) -> None:
+    data = judgement_json({"user_query-0": True, "user_query-1": False})
     data["categories"][0]["checks"][0].update(status=status, score=score)
-    with pytest.raises(AnswerError, match="contradicts score"):
-        parse_judgement(_dumps(data))
+    judgement = parse_judgement(_dumps(data))
+    verdict_ = judgement.verdicts()["user_query-0"]
+    assert verdict_.passed is (score == 1)
+    assert verdict_.status == ("passed" if score == 1 else "failed")
+    assert judgement.normalisations() == 1
 
 
 @pytest.mark.parametrize("evidence", [[], ["a", "b", "c", "d"]])

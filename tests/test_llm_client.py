@@ -19,6 +19,7 @@ import pytest
 from fake_llm_server import (
     SECRET,
     FakeLLMServer,
+    Fault,
     Sleeps,
     Verdict,
     ask,
@@ -113,7 +114,8 @@ def test_every_request_ends_in_an_answer_or_a_judge_error_under_faults(
     assert all(isinstance(r, Completion) for r in results)  # 8 retries each: all recover
     assert counts["completions"] == 12 and counts["failures"] == 0
     assert counts["requests"] == len(server.requests) == 12 + 8
-    assert counts["retries"] == 8
+    assert counts["retries"] == 6  # transport and HTTP faults
+    assert counts["repairs"] == 2  # the two bad answers, asked again with a repair turn
     assert counts["rate_limited"] == 1
     assert counts["server_errors"] == 3
     assert counts["transport_errors"] == 2  # the dropped connection and the timeout
@@ -221,17 +223,35 @@ def test_malformed_answers_are_retried_with_the_error_shown(
     assert repaired[2] == {"role": "assistant", "content": '{"unexpected": true}'}
     assert "does not fit the schema (summary: Field required)" in repaired[3]["content"]
     counts = client.counters.snapshot()
-    assert (counts["malformed"], counts["retries"], counts["completions"]) == (2, 2, 1)
+    assert (counts["malformed"], counts["repairs"], counts["completions"]) == (2, 2, 1)
+    assert counts["retries"] == 0  # a repair turn is not a transport retry
     assert sleeps.waits == []  # the server is fine: no backoff
 
 
-def test_malformed_answers_beyond_the_budget_fail(server: FakeLLMServer, sleeps: Sleeps) -> None:
-    server.script(malformed(), malformed("still not json"))
-    with make_client(server, sleeps, max_retries=1) as client, pytest.raises(JudgeError) as caught:
+def test_at_most_two_repair_turns_whatever_the_retry_budget(
+    server: FakeLLMServer, sleeps: Sleeps
+) -> None:
+    server.script(malformed(), malformed("still not json"), invalid(), malformed())
+    with make_client(server, sleeps, max_retries=8) as client, pytest.raises(JudgeError) as caught:
         client.complete(ask())
     assert str(caught.value) == (
-        "malformed answer: no JSON object in the answer; gave up after 2 attempts"
+        "malformed answer: answer does not fit the schema (summary: Field required); "
+        "gave up after 3 answers"
     )
+    assert len(server.requests) == 3  # the first answer and two repair turns, no more
+    second_repair = server.requests[2].body["messages"]
+    assert second_repair[2] == {"role": "assistant", "content": "still not json"}
+
+
+def test_a_server_answer_that_is_no_chat_completion_is_retried_not_repaired(
+    server: FakeLLMServer, sleeps: Sleeps
+) -> None:
+    server.script(Fault("not_chat"))
+    with make_client(server, sleeps) as client:
+        completion = client.complete(ask())
+    counts = client.counters.snapshot()
+    assert (completion.attempts, counts["retries"], counts["repairs"]) == (2, 1, 0)
+    assert server.requests[1].body["messages"] == ask().messages
 
 
 def test_the_api_key_never_leaks(

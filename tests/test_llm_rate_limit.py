@@ -316,3 +316,25 @@ def test_envoy_limiter_gives_all_workers_one_global_budget() -> None:
         service.server.stop(grace=None)
     assert results.count(0.0) == 5  # 9 asks from 3 workers, one budget of 5
     assert service.budgets == {"requests": 0, "tokens": 10_000 - 5 * 100}
+
+
+@pytest.mark.parametrize("window", [1.0, 7.0, 25.0, 60.0])
+def test_a_shorter_window_is_stricter_never_looser(window: float) -> None:
+    """Every window-long stretch holds its share, and every minute still holds at most R —
+    also when the window does not divide a minute (7 s: 9 windows span a minute)."""
+    rpm = 120
+    limiter = SlidingWindowLimiter(rpm, window_s=window, pace=False)
+    grants = simulate(limiter, callers=16, duration=240.0)
+    assert max_in_window(grants, 60.0) <= rpm
+    assert max_in_window(grants, window) == limiter.request_cap()
+    if 60.0 % window == 0:  # a window dividing the minute loses nothing of the budget
+        assert limiter.request_cap() == rpm * window / 60
+    cap = limiter.request_cap()
+    assert cap is not None and len(grants) >= (240.0 // window) * cap  # every window filled
+
+
+def test_a_window_too_short_for_one_request_grows_to_hold_one() -> None:
+    limiter = SlidingWindowLimiter(6, window_s=1.0, pace=False)  # 1 request every 10 s
+    assert (limiter.window_s, limiter.request_cap()) == (10.0, 1)
+    grants = simulate(limiter, callers=4, duration=120.0)
+    assert max_in_window(grants, 60.0) <= 6

@@ -73,12 +73,10 @@ def test_every_main_record_ends_judged_or_with_an_error_under_faults(
     assert len(records) == 6  # every trial of the composed job, none lost
     for record in records:
         judged = record["meta_info"]["unique_info"]["_llm_judge"]
-        # every judge key is written (typed nulls): a score, or the error saying why not
-        fixed_ok = judged["llm_composite_score"] is not None or judged["llm_error"] is not None
-        dynamic_ok = (
-            judged["llm_checklist_csr"] is not None or judged["llm_checklist_error"] is not None
-        )
-        assert fixed_ok and dynamic_ok, judged
+        # every fault is retried or repaired within its budget: every record is scored (the
+        # server's answers fit the schema sent, so they are accepted)
+        assert judged["llm_composite_score"] is not None and judged["llm_error"] is None
+        assert judged["llm_checklist_csr"] is not None, judged["llm_checklist_error"]
         assert judged["llm_checklist_version"] == "fixed-checklist-v1+dynamic-checklist-v1"
     printed = capsys.readouterr()
     assert "LLM judge: requests" in printed.out

@@ -1,10 +1,16 @@
-"""Beam stage of the optional LLM judges: batches of bundles, bounded concurrency.
+"""Beam stage of the optional LLM judges: one counted stage, bounded concurrency.
 
-Bundles arrive in batches (`BatchElements`); the main-agent records of a batch are judged on
-a thread pool of `--llm-concurrency`, each worker holding one client whose limiter keeps
-its share of the requests/tokens-per-minute budget. A record whose judging fails keeps
-null scores and an error field (the judge's failure output) and flows on. The client's
-counters are mirrored into Beam metrics (`trajcurate/llm.*`).
+Bundles arrive in batches (`BatchElements`); the main-agent records of a batch are judged by
+the registered strategies (`transforms/llm/strategies.py`) on a thread pool of
+`--llm-concurrency`. `judge_batch` does the work (no Beam there); this DoFn only routes and
+counts: every bundle counts `judge.in` and then `judge.kept` — scored, or with null scores
+and an error field when the judge gave up — or `judge.dead_letter`, on the `dead_letter`
+output, when judging it raised (a bug, a record the judges cannot read).
+
+Each worker process holds one `Budget` (`apache_beam.utils.shared.Shared`): the limiter with
+this process's share of `--llm-rpm` / `--llm-tpm`, and the checklist cache, shared by every
+DoFn instance of the process. The client's counters are mirrored into Beam metrics
+(`trajcurate/llm.*`).
 """
 
 from __future__ import annotations
@@ -16,24 +22,27 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.metrics.metric import Metrics
+from apache_beam.utils.shared import Shared
 
+from transforms.chain import DEAD_LETTER, Drop
 from transforms.llm.counters import COUNTER_NAMES, LLMCounters
 from transforms.llm.dry_run import estimate_run
-from transforms.llm.judging import JUDGE_KEY, Judge, JudgeSettings, make_client, planned_requests
+from transforms.llm.judging import (
+    JUDGE_STAGE,
+    Budget,
+    Judge,
+    JudgeSettings,
+    judge_batch,
+    main_records,
+    make_budget,
+    make_client,
+    planned_requests,
+)
 from transforms.redact import mask_secrets_in_text
 from transforms.stages import NAMESPACE
 
 _COUNTED = COUNTER_NAMES  # every client counter becomes a Beam metric
 ERROR_KEYS = ("llm_error", "llm_checklist_error")
-
-
-def _main_records(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        record
-        for bundle in batch
-        for record in bundle["records"]
-        if record["meta_info"]["unique_info"].get("_agent_type", "main") == "main"
-    ]
 
 
 def _masked_errors(outputs: dict[str, Any]) -> dict[str, Any]:
@@ -48,33 +57,35 @@ def _masked_errors(outputs: dict[str, Any]) -> dict[str, Any]:
 class JudgeBundles(beam.DoFn):
     def __init__(self, settings: JudgeSettings) -> None:
         self.settings = settings
+        self.shared = Shared()  # made once, on the driver: its key travels with the DoFn
         self.metrics = {name: Metrics.counter(NAMESPACE, f"llm.{name}") for name in _COUNTED}
         self.latency = Metrics.distribution(NAMESPACE, "llm.latency_ms")
+        self.stage = {
+            name: Metrics.counter(NAMESPACE, f"{JUDGE_STAGE}.{name}")
+            for name in ("in", "kept", DEAD_LETTER)
+        }
 
     def setup(self) -> None:
+        # Shared holds a weak reference: this strong one keeps the budget for the process.
+        self.budget: Budget = self.shared.acquire(lambda: make_budget(self.settings))
         self.counters = LLMCounters()
         self.published = {name: 0 for name in _COUNTED}
         self.latencies_published = 0
-        self.judge = Judge(self.settings, make_client(self.settings, self.counters))
+        client = make_client(self.settings, self.counters, self.budget)
+        self.judge = Judge(self.settings, client, self.budget.checklists)
         self.pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
 
-    def process(self, batch: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        records = _main_records(batch)
-        for record, outputs in zip(records, self.pool.map(self._judge, records), strict=True):
-            record["meta_info"]["unique_info"][JUDGE_KEY] = _masked_errors(outputs)
+    def process(self, batch: list[dict[str, Any]]) -> Iterator[Any]:
+        judged = judge_batch(batch, self.judge.judge, self.pool, _masked_errors)
+        self.stage["in"].inc(len(batch))
+        for item in judged:
+            if isinstance(item, Drop):
+                self.stage[DEAD_LETTER].inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, item.record)
+            else:
+                self.stage["kept"].inc()
+                yield item
         self._publish()
-        yield from batch
-
-    def _judge(self, record: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return self.judge.judge(record)
-        except Exception as exc:  # a bug must cost one record its scores, not the batch
-            return {
-                "llm_composite_score": None,
-                "llm_checklist_isr": None,
-                "llm_checklist_csr": None,
-                "llm_error": f"{type(exc).__name__}: {exc}",
-            }
 
     def _publish(self) -> None:
         for name in _COUNTED:
@@ -87,7 +98,9 @@ class JudgeBundles(beam.DoFn):
         self.latencies_published = len(latencies)
 
     def teardown(self) -> None:
-        self.pool.shutdown(wait=True)
+        if hasattr(self, "pool"):  # setup may have failed before making them
+            self.pool.shutdown(wait=True)
+            self.judge.client.close()
 
 
 class PlanJudgeCalls(beam.DoFn):
@@ -102,7 +115,8 @@ class PlanJudgeCalls(beam.DoFn):
     def process(self, batch: list[dict[str, Any]]) -> Iterator[Any]:
         requests = [
             request
-            for record in _main_records(batch)
+            for bundle in batch
+            for record in main_records(bundle)
             for request in planned_requests(record, self.settings, self.seen_checklists)
         ]
         estimate = estimate_run(

@@ -1,5 +1,10 @@
 """A response cache so that a re-run (or a resumed run) never pays for an answer twice.
 
+An entry is one exchange: the raw text the model answered to one conversation (the judge's
+request, plus repair turns after a malformed answer), with its tokens, finish reason and
+the response format it was asked in. Malformed answers are kept too: a re-run replays the
+same repair turns for free, and parses every raw text again with the current parser.
+
 The key is the sha256 of the model name and the canonical JSON (sorted keys, no spaces) of
 the full request body, `response_format` (and so the answer schema) included: any change to
 the prompt, the schema, the model or the sampling parameters is a miss. The body is the one
@@ -31,7 +36,7 @@ _LOG = logging.getLogger(__name__)
 # Beam's FileSystems is partly annotated; its untyped calls go through this alias.
 _FS: Any = FileSystems
 
-ENTRY_VERSION = 1
+ENTRY_VERSION = 2  # 1 also held the parsed answer; its raw text still reads
 
 
 def canonical_json(value: Any) -> str:
@@ -112,8 +117,6 @@ def _check_entry(entry: Any, key: str) -> str | None:
         return "not a JSON object"
     if entry.get("key") != key:
         return "stored under another key"
-    if not isinstance(entry.get("answer"), dict):
-        return "no answer object"
     if not isinstance(entry.get("raw_text"), str):
         return "no raw text"
     return None

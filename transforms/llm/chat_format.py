@@ -130,6 +130,13 @@ def parse_answer(text: str, model: type[AnswerT]) -> tuple[AnswerT, dict[str, An
     raise ValueError(error or "no JSON object in the answer")
 
 
+def normalisations_of(answer: BaseModel) -> int:
+    """How many parts of a schema-valid answer its model repaired (`normalisations()` of
+    the judge answer models; 0 for a model without it)."""
+    count = getattr(answer, "normalisations", None)
+    return int(count()) if callable(count) else 0
+
+
 def read_chat(data: Any) -> tuple[str | None, tuple[int, int], str | None]:
     """(answer text, (tokens in, tokens out), finish_reason) of a decoded response body; the
     text is None when `data` is not a chat completion."""

@@ -9,9 +9,17 @@ Structured output: the client asks for `response_format: json_schema` (strict); 
 server refuses it (a 400/422 whose body names response_format/json_schema/json_object) it
 falls back to `json_object`, then to plain text, adding the schema to the system prompt, and
 keeps the level that worked for its later requests. Every answer is parsed (whole text, a
-fenced block, or the first balanced `{...}`) and validated with the answer model; a
-malformed answer is retried — with the validation error shown to the model — within the
-same retry budget as 429/5xx/timeouts/dropped connections.
+fenced block, or the first balanced `{...}`) and validated with the answer model, which
+accepts every answer that fits the schema it sent (normalising what JSON Schema cannot say,
+counted as `normalised`). A malformed answer is not sent again as it was — a model at
+temperature 0 would repeat it — but answered with a repair turn (the bad answer and what is
+wrong with it), at most `max_repairs` (2) times; 429/5xx/timeouts/dropped connections are
+retried with backoff within `retry.max_retries`, a separate budget.
+
+Cache: every exchange (conversation so far -> raw answer) is stored, malformed answers
+included, under the body the judge asked for. A re-run replays the same exchanges, repair
+turns and all, without a request; the raw text is parsed again, so a newer parser may
+accept what an older one refused.
 
 The API key comes from `OPENAI_API_KEY` (or `api_key=`). It is sent only as the
 Authorization header: never logged, never in an exception, a repr, a counter or an output,
@@ -29,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from transforms.llm.cache import ResponseCache, cache_key
 from transforms.llm.chat_format import (
@@ -41,6 +49,7 @@ from transforms.llm.chat_format import (
     JudgeError,
     build_body,
     estimate_prompt_tokens,
+    normalisations_of,
     parse_answer,
     read_chat,
     repair_turns,
@@ -60,13 +69,27 @@ _FORMAT_WORDS = ("response_format", "json_schema", "json_object")
 
 @dataclass
 class _Attempts:
-    """Book-keeping of one `complete()` call."""
+    """Book-keeping of one `complete()` call: the conversation so far (repair turns
+    included), HTTP requests and transport retries, repair turns, tokens spent."""
 
     messages: list[Mapping[str, object]]
     requests: int = 0
     retries: int = 0
+    repairs: int = 0
+    answers: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+
+
+@dataclass(frozen=True)
+class _Exchange:
+    """One answer to one conversation: from the server, or replayed from the cache."""
+
+    raw_text: str
+    finish_reason: str | None
+    level: str
+    tokens: tuple[int, int]
+    cached: bool = False
 
 
 class ChatClient:
@@ -85,7 +108,7 @@ class ChatClient:
         retry: RetryPolicy | None = None,
         cache: ResponseCache | None = None,
         counters: LLMCounters | None = None,
-        repair_malformed: bool = True,
+        max_repairs: int = 2,
         transport: httpx.BaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -100,7 +123,9 @@ class ChatClient:
         self.retry = retry or RetryPolicy()
         self.cache = cache
         self.counters = counters if counters is not None else LLMCounters()
-        self.repair_malformed = repair_malformed
+        if max_repairs < 0:
+            raise ValueError("max_repairs must be >= 0")
+        self.max_repairs = max_repairs
         self._clock = clock
         self._level = response_format
         self._level_lock = threading.Lock()
@@ -127,53 +152,114 @@ class ChatClient:
     def complete(self, request: ChatRequestLike[AnswerT]) -> Completion[AnswerT]:
         """A validated answer to `request`, from the cache or the server; else `JudgeError`."""
         started = self._clock()
-        key = None
-        if self.cache is not None:
-            key = cache_key(self.model, self.request_body(request))
-            cached = self._from_cache(request, key, started)
-            if cached is not None:
-                return cached
+        state = _Attempts(messages=list(request.messages))
         try:
-            completion = self._call(request, key, started)
+            completion = self._answer(request, state, started)
         except JudgeError:
             self.counters.add("failures")
             raise
         self.counters.add("completions")
         return completion
 
-    def _from_cache(
-        self, request: ChatRequestLike[AnswerT], key: str, started: float
-    ) -> Completion[AnswerT] | None:
+    def _answer(
+        self, request: ChatRequestLike[AnswerT], state: _Attempts, started: float
+    ) -> Completion[AnswerT]:
+        """Exchanges until one answer parses: a malformed answer gets a repair turn (the bad
+        answer and what is wrong with it), at most `max_repairs` times."""
+        while True:
+            exchange = self._exchange(request, state)
+            try:
+                answer, _parsed = parse_answer(exchange.raw_text, request.answer_model)
+            except ValueError as exc:
+                self._repair_or_fail(str(exc), exchange, state, request)
+                continue
+            self.counters.add("normalised", normalisations_of(answer))
+            if state.requests == 0:
+                self.counters.add("cache_hits")
+            return Completion(
+                answer,
+                exchange.raw_text,
+                state.tokens_in,
+                state.tokens_out,
+                self._clock() - started,
+                state.requests,
+                cached=state.requests == 0,
+                response_format=exchange.level,
+            )
+
+    def _exchange(self, request: ChatRequestLike[BaseModel], state: _Attempts) -> _Exchange:
+        """The answer to the conversation in `state`: replayed from the cache (no request,
+        no token spent), else sent and then cached — malformed or not, so a re-run replays
+        the same repair turns without paying for them again."""
+        key = None
+        if self.cache is not None:
+            key = self.exchange_key(request, state.messages)
+            cached = self._from_cache(key)
+            if cached is not None:
+                self._add_tokens(state, cached.tokens)
+                state.answers += 1
+                return cached
+        exchange = self._send(request, state)
+        state.answers += 1
+        if key is not None:
+            self._store(key, request, exchange)
+        return exchange
+
+    def exchange_key(
+        self, request: ChatRequestLike[BaseModel], messages: list[Mapping[str, object]]
+    ) -> str:
+        """The cache key of one exchange: the body the judge asked for (structured output,
+        whatever level this client negotiated) with the conversation so far; for the first
+        exchange, `cache_key(model, request_body(request))`."""
+        body = build_body(
+            self.model, request, "json_schema", temperature=self.temperature, messages=messages
+        )
+        return cache_key(self.model, body)
+
+    def _from_cache(self, key: str) -> _Exchange | None:
         assert self.cache is not None
         found = self.cache.lookup(key)
-        entry, corrupt = found.entry, found.corrupt
-        if entry is not None:
-            try:
-                answer = request.answer_model.model_validate(entry["answer"])
-            except ValidationError:
-                corrupt = "answer does not fit the schema"
-            else:
-                self.counters.add("cache_hits")
-                self.counters.add("completions")
-                return Completion(
-                    answer,
-                    entry["raw_text"],
-                    int(entry.get("tokens_in", 0)),
-                    int(entry.get("tokens_out", 0)),
-                    self._clock() - started,
-                    0,
-                    cached=True,
-                    response_format=str(entry.get("response_format", "json_schema")),
-                )
-        if corrupt is not None:
+        if found.entry is not None:
+            entry = found.entry
+            return _Exchange(
+                entry["raw_text"],
+                entry.get("finish_reason"),
+                str(entry.get("response_format", "json_schema")),
+                (int(entry.get("tokens_in", 0)), int(entry.get("tokens_out", 0))),
+                cached=True,
+            )
+        if found.corrupt is not None:
             self.counters.add("cache_corrupt")
         self.counters.add("cache_misses")
         return None
 
-    def _call(
-        self, request: ChatRequestLike[AnswerT], key: str | None, started: float
-    ) -> Completion[AnswerT]:
-        state = _Attempts(messages=list(request.messages))
+    def _repair_or_fail(
+        self,
+        error: str,
+        exchange: _Exchange,
+        state: _Attempts,
+        request: ChatRequestLike[BaseModel],
+    ) -> None:
+        reason = error[:MAX_REASON]
+        if exchange.finish_reason == "length":
+            reason = f"answer cut at max_tokens ({reason})"
+        self.counters.add("malformed")
+        if state.repairs >= self.max_repairs:
+            self._fail(
+                f"malformed answer: {reason}; gave up after {state.answers} answers",
+                state,
+                request,
+            )
+        state.repairs += 1
+        self.counters.add("repairs")
+        state.messages = [
+            *request.messages,
+            *repair_turns(exchange.raw_text, reason, exchange.level),
+        ]
+
+    def _send(self, request: ChatRequestLike[BaseModel], state: _Attempts) -> _Exchange:
+        """POST the conversation until the server answers with a chat completion; 429, 5xx,
+        timeouts and dropped connections are retried within `retry.max_retries`."""
         budget = estimate_prompt_tokens(request) + request.max_tokens
         while True:
             level = self._level
@@ -190,24 +276,24 @@ class ChatClient:
             except httpx.HTTPError as exc:
                 self._after_transport_error(exc, state, request)
                 continue
-            latency = self._clock() - sent
             if response.is_success:
-                done = self._after_answer(response, state, request, level, latency)
-                if done is not None:
-                    answer, raw_text, parsed = done
-                    if self.cache is not None and key is not None:
-                        self._store(key, request, raw_text, parsed, state, level)
-                    return Completion(
-                        answer,
-                        raw_text,
-                        state.tokens_in,
-                        state.tokens_out,
-                        self._clock() - started,
-                        state.requests,
-                        response_format=level,
-                    )
+                self.retry.note_success()
+                raw_text, usage, finish_reason = read_chat(_json_or_none(response))
+                self._add_tokens(state, usage)
+                self.counters.add("tokens_in", usage[0])
+                self.counters.add("tokens_out", usage[1])
+                if raw_text is not None:
+                    self.counters.record_latency(self._clock() - sent)
+                    return _Exchange(raw_text, finish_reason, level, usage)
+                self.counters.add("server_errors")
+                self._backoff_or_fail("the response is not a chat completion", None, state, request)
             elif not self._downgraded(response, level):
                 self._after_http_error(response, state, request)
+
+    @staticmethod
+    def _add_tokens(state: _Attempts, tokens: tuple[int, int]) -> None:
+        state.tokens_in += tokens[0]
+        state.tokens_out += tokens[1]
 
     def _after_transport_error(
         self, exc: httpx.HTTPError, state: _Attempts, request: ChatRequestLike[BaseModel]
@@ -254,46 +340,6 @@ class ChatClient:
         self.counters.add("retries")
         self.retry.sleep(delay)
 
-    def _after_answer(
-        self,
-        response: httpx.Response,
-        state: _Attempts,
-        request: ChatRequestLike[AnswerT],
-        level: str,
-        latency: float,
-    ) -> tuple[AnswerT, str, dict[str, Any]] | None:
-        """The parsed answer, or None after arranging a retry of a malformed one."""
-        self.retry.note_success()
-        raw_text, usage, finish_reason = read_chat(_json_or_none(response))
-        state.tokens_in += usage[0]
-        state.tokens_out += usage[1]
-        self.counters.add("tokens_in", usage[0])
-        self.counters.add("tokens_out", usage[1])
-        if raw_text is None:
-            reason = "the response is not a chat completion"
-        else:
-            try:
-                answer, parsed = parse_answer(raw_text, request.answer_model)
-            except ValueError as exc:
-                reason = str(exc)[:MAX_REASON]
-                if finish_reason == "length":
-                    reason = f"answer cut at max_tokens ({reason})"
-            else:
-                self.counters.record_latency(latency)
-                return answer, raw_text, parsed
-        self.counters.add("malformed")
-        if state.retries >= self.retry.max_retries:
-            self._fail(
-                f"malformed answer: {reason}; gave up after {state.requests} attempts",
-                state,
-                request,
-            )
-        state.retries += 1
-        self.counters.add("retries")
-        if self.repair_malformed:
-            state.messages = [*request.messages, *repair_turns(raw_text or "", reason, level)]
-        return None
-
     def _downgraded(self, response: httpx.Response, level: str) -> bool:
         """Step down one response-format level when the server refused this one."""
         if response.status_code not in (400, 422) or level == "text":
@@ -307,24 +353,16 @@ class ChatClient:
         self.counters.add("format_fallbacks")
         return True
 
-    def _store(
-        self,
-        key: str,
-        request: ChatRequestLike[BaseModel],
-        raw_text: str,
-        parsed: dict[str, Any],
-        state: _Attempts,
-        level: str,
-    ) -> None:
+    def _store(self, key: str, request: ChatRequestLike[BaseModel], exchange: _Exchange) -> None:
         assert self.cache is not None
         entry = {
             "model": self.model,
             "purpose": request.purpose,
-            "answer": parsed,
-            "raw_text": raw_text,
-            "tokens_in": state.tokens_in,
-            "tokens_out": state.tokens_out,
-            "response_format": level,
+            "raw_text": exchange.raw_text,
+            "finish_reason": exchange.finish_reason,
+            "tokens_in": exchange.tokens[0],
+            "tokens_out": exchange.tokens[1],
+            "response_format": exchange.level,
         }
         self.cache.put(key, entry)
 

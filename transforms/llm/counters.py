@@ -23,6 +23,8 @@ COUNTER_NAMES = (
     "server_errors",
     "transport_errors",
     "malformed",
+    "repairs",
+    "normalised",
     "format_fallbacks",
     "completions",
     "failures",
@@ -39,9 +41,13 @@ class LLMCounters(PicklesWithoutLock):
     """Counts of one client (or the sum of several).
 
     `requests` are HTTP requests sent; `retries` the ones repeated after an error (429, 5xx,
-    timeout, dropped connection, malformed answer); `format_fallbacks` the downgrades of
-    `response_format`. Each `complete()` ends in exactly one of `completions` (including cache
-    hits) or `failures`. Tokens are the ones the server reported as spent: cache hits spend none.
+    timeout, dropped connection); `malformed` answers that did not parse, `repairs` the
+    repair turns sent (or replayed) for them; `normalised` the parts of schema-valid answers
+    repaired by the answer model (a status derived from its score, a renamed duplicate id);
+    `format_fallbacks` the downgrades of `response_format`. Each `complete()` ends in
+    exactly one of `completions` (including cache hits) or `failures`. Tokens are the ones
+    the server reported as spent: cache hits spend none. `cache_hits` counts completions
+    answered without a request, `cache_misses` exchanges that had to be sent.
     Latency is per successful HTTP request, in seconds.
     """
 
@@ -51,6 +57,8 @@ class LLMCounters(PicklesWithoutLock):
     server_errors: int = 0
     transport_errors: int = 0
     malformed: int = 0
+    repairs: int = 0
+    normalised: int = 0
     format_fallbacks: int = 0
     completions: int = 0
     failures: int = 0

@@ -35,11 +35,17 @@ Envoy counts in fixed windows, so across a window boundary up to 2R may pass; Be
 also sleeps inside `allow()` (with `time.sleep`) when told OVER_LIMIT and signals throttling
 to the runner (Dataflow's autoscaler then does not add workers to a throttled stage).
 
-*Per worker (fallback, no extra service):* give each worker `SlidingWindowLimiter.per_worker(
-rpm, tpm, workers)` with `workers` = `--llm-workers` (the maximum number of workers, or of
-worker processes on Flink/Direct): each gets R/workers and T/workers, which holds the global
-budget when all run and under-uses it when fewer do. One limiter is shared by the threads of
-a process (thread-safe); share it across DoFn instances with `apache_beam.utils.shared`.
+*Per process (no extra service):* the judge stage keeps one limiter per worker process
+(`apache_beam.utils.shared.Shared`: every DoFn instance and thread of a process draws on it),
+built with `SlidingWindowLimiter.per_worker(rpm, tpm, processes)`: each process gets R/n and
+T/n, which holds the run's budget when all n run and under-uses it when fewer do. A local
+run knows n (`--direct_num_workers` in `multi_processing` mode, else 1); on a distributed
+runner `--llm-workers` says it (the maximum number of worker processes).
+
+*The window.* Budgets are per minute; the window they are enforced over (`window_s`, 60 s by
+default, `--llm-rate-window`) may be shorter: R·w/60 requests in every w-second window is
+stricter than R in every minute (a minute is a union of such windows) and spends the budget
+more evenly, as providers that enforce per-second quotas require.
 """
 
 from __future__ import annotations
@@ -92,9 +98,12 @@ class SlidingWindowLimiter(PicklesWithoutLock):
             raise ValueError("requests_per_minute must be positive")
         if tokens_per_minute is not None and tokens_per_minute <= 0:
             raise ValueError("tokens_per_minute must be positive")
+        if window_s <= 0:
+            raise ValueError("window_s must be positive")
         self.requests_per_minute = requests_per_minute
         self.tokens_per_minute = tokens_per_minute
-        self.window_s = window_s
+        # A window holds at least one request: a shorter one would allow more than R/minute.
+        self.window_s = max(window_s, 60.0 / requests_per_minute if requests_per_minute else 0)
         self.pace = pace
         self.pacing_margin = pacing_margin
         self._clock = clock
@@ -134,13 +143,13 @@ class SlidingWindowLimiter(PicklesWithoutLock):
         """Requests allowed in one window at the current rate factor."""
         if self.requests_per_minute is None:
             return None
-        return max(1, math.floor(self._per_window(self.requests_per_minute) + 1e-9))
+        return max(1, math.floor(self._window_cap(self.requests_per_minute) + 1e-9))
 
     def token_cap(self) -> int | None:
         """Tokens allowed in one window at the current rate factor."""
         if self.tokens_per_minute is None:
             return None
-        return max(1, math.floor(self._per_window(self.tokens_per_minute) + 1e-9))
+        return max(1, math.floor(self._window_cap(self.tokens_per_minute) + 1e-9))
 
     def acquire(self, tokens: int = 0) -> None:
         while (wait := self.try_acquire(tokens, self._clock())) > 0:
@@ -160,6 +169,14 @@ class SlidingWindowLimiter(PicklesWithoutLock):
 
     def _per_window(self, per_minute: float) -> float:
         return per_minute * self._factor * self.window_s / 60.0
+
+    def _window_cap(self, per_minute: float) -> float:
+        """What one window may hold so that every minute holds at most `per_minute`: a
+        minute spans ceil(60 / window) windows (60 / window once the window is a minute or
+        longer), so each gets that fraction of the budget."""
+        if self.window_s >= 60.0:
+            return self._per_window(per_minute)
+        return per_minute * self._factor / math.ceil(60.0 / self.window_s - 1e-9)
 
     def _expire(self, now: float) -> None:
         while self._log and self._log[0][0] <= now - self.window_s:
