@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := out/demo
 
-.PHONY: venv demo test lint bench bench-convert bench-pipeline bench-redact bench-report clean
+.PHONY: venv demo test lint bench bench-convert bench-pipeline bench-redact bench-report bench-diagnose clean
 
 venv: $(STAMP)
 
@@ -54,6 +54,9 @@ bench-pipeline: venv
 
 bench-report: venv
 	$(BIN)/python benchmarks/bench_report.py --trials 100000
+
+bench-diagnose: venv
+	$(BIN)/python benchmarks/bench_diagnose.py --cases $(SHARED)/data/reference-scored/cases.jsonl
 
 clean:
 	rm -rf out build .pytest_cache .mypy_cache .ruff_cache .hypothesis

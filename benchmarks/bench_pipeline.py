@@ -4,7 +4,8 @@ For each size, generates a synthetic corpus (`trajcurate synth`, two jobs; optio
 the composed job cloned to `--clone-trials` trials), then times, as separate processes with
 their peak RSS, `--repeat` times each (medians are reported; the machine may be busy):
 
-- `trajcurate run --no-progress --instance-status all` (the local in-process runner);
+- `trajcurate run --no-progress --instance-status all --dedup off` (the local in-process
+  runner; dedup off because the cloned job's trials are copies of each other);
 - `sequential_loop.py`, the same reading, chain and writing one trial at a time (its files
   are checked byte-identical to the pipeline's, so the baseline does the same work);
 - at the largest size, the run with `--direct_num_workers 2 --direct_running_mode
@@ -34,7 +35,14 @@ from measure import measure
 
 HERE = Path(__file__).resolve().parent
 TWO_WORKERS = ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]
-COMPARED = ("im.jsonl", "lf.json", "lf.stats.json", "rejects.jsonl", "dead_letter.jsonl")
+COMPARED = (
+    "im.jsonl",
+    "lf.json",
+    "lf.stats.json",
+    "rejects.jsonl",
+    "dead_letter.jsonl",
+    "scores.jsonl",
+)
 
 
 @dataclass
@@ -114,7 +122,9 @@ def _measure(
     name: str, corpus: Path, trials: int, tmp: Path, args: argparse.Namespace, workers: bool = False
 ) -> Row:
     row = Row(name, trials)
-    status = ["--instance-status", args.instance_status]
+    # `--dedup off`: the cloned job's trials are copies, which exact dedup (the default)
+    # would drop; the benchmark measures the curation of every trial, on both sides.
+    status = ["--instance-status", args.instance_status, "--dedup", "off"]
     run = [_trajcurate(), "run", "--no-progress", *status, "--input", str(corpus)]
     loop = [sys.executable, str(HERE / "sequential_loop.py"), str(corpus)]
     commands = {"pipeline": run, "loop": loop}

@@ -25,6 +25,9 @@ COMMANDS = {
     "run": "pipelines.run_command",
     "synth": "pipelines.synth_command",
     "report": "pipelines.report_command",
+    "diagnose": "pipelines.diagnose_command",
+    "gate": "pipelines.gate_command",
+    "compare": "pipelines.compare_command",
 }
 
 

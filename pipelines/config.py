@@ -8,7 +8,7 @@ wins over the file. Anything the parser does not know is passed to Beam untouche
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from scorers.tqs_v2 import SCORE_KEYS
 from transforms.chain import ChainSettings
 from transforms.readers.confined import ReadLimits
 from transforms.redact import mask_url_credentials
+from transforms.selection import DEDUP_MODES, SelectionSettings
 from transforms.sinks.lf import KEEP_DROP, LfSettings
 
 LF_DEFAULTS = LfSettings()
@@ -130,6 +131,36 @@ RUN_OPTIONS = options_by_name(
         "templates that cannot render parallel calls, such as glm4",
         choices=KEEP_DROP,
     ),
+    Option(
+        "dedup",
+        str,
+        "exact",
+        "per job, drop identical trajectories (exact: same normalised messages), also "
+        "near-duplicates (near: MinHash, Jaccard >= 0.9), or none (off)",
+        choices=DEDUP_MODES,
+    ),
+    Option(
+        "best_of_k",
+        int,
+        None,
+        "per job, keep at most K instances per task, best --score-key first",
+        low=1,
+        high=1_000_000,
+        metavar="K",
+    ),
+    FlagOption(
+        "curriculum",
+        bool,
+        False,
+        "order each job's im/lf easier to harder (task pass rate, then turns) and write the "
+        "order key (unique_info._curriculum)",
+    ),
+    FlagOption(
+        "report",
+        bool,
+        False,
+        "after a successful local run, build the static report into OUTPUT/report",
+    ),
 )
 LLM_OPTIONS = options_by_name(
     Option(
@@ -154,9 +185,19 @@ LLM_OPTIONS = options_by_name(
         "llm_workers",
         int,
         1,
-        "workers sharing the budget (each gets rpm/tpm divided by this)",
+        "on a distributed runner, the worker processes sharing the budget (each gets rpm/tpm "
+        "divided by this); a local run counts its own (--direct_num_workers)",
         low=1,
         high=100_000,
+    ),
+    Option(
+        "llm_rate_window",
+        float,
+        60.0,
+        "seconds over which --llm-rpm/--llm-tpm are enforced: every window this long gets its "
+        "share of the minute's budget (shorter is stricter and smoother)",
+        low=1,
+        high=60,
     ),
     Option("llm_max_retries", int, 5, "retries per request", low=0, high=100),
     Option("llm_timeout", float, 120.0, "seconds per request", low=0.1, high=86_400),
@@ -220,6 +261,10 @@ class RunConfig:
     lf_thought_close: str = _default("lf_thought_close")
     lf_parallel_calls: str = _default("lf_parallel_calls")
     parquet: bool = _default("parquet")
+    dedup: str = _default("dedup")
+    best_of_k: int | None = _default("best_of_k")
+    curriculum: bool = _default("curriculum")
+    report: bool = _default("report")
     progress: bool = True
     llm_judge: str | None = _default("llm_judge")
     llm_model: str = _default("llm_model")
@@ -228,6 +273,7 @@ class RunConfig:
     llm_rpm: float | None = _default("llm_rpm")
     llm_tpm: float | None = _default("llm_tpm")
     llm_workers: int = _default("llm_workers")
+    llm_rate_window: float = _default("llm_rate_window")
     llm_max_retries: int = _default("llm_max_retries")
     llm_timeout: float = _default("llm_timeout")
     llm_cache: str | None = _default("llm_cache")
@@ -280,6 +326,7 @@ class RunConfig:
             rpm=self.llm_rpm,
             tpm=self.llm_tpm,
             workers=self.llm_workers,
+            window_s=self.llm_rate_window,
             max_retries=self.llm_max_retries,
             timeout_s=self.llm_timeout,
             cache_dir=self.llm_cache,
@@ -291,7 +338,12 @@ class RunConfig:
         )
 
     def chain_settings(self) -> ChainSettings:
-        return chain_settings(asdict(self))
+        """The chain of a run: it also builds each scored bundle's sidecar row."""
+        return replace(chain_settings(asdict(self)), sidecar=True)
+
+    def selection_settings(self) -> SelectionSettings:
+        """Per-job selection (`transforms/selection.py`)."""
+        return SelectionSettings(self.dedup, self.best_of_k, self.curriculum, self.score_key)
 
     def read_limits(self) -> ReadLimits:
         return read_limits(asdict(self))

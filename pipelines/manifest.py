@@ -1,10 +1,11 @@
 """After the pipeline: complete each staged job folder, publish it with its manifest.
 
-The pipeline writes the data files into a staging folder and, per job, the counts it saw
-(`.counts.json`), the LF reshapes (`.lf_reshapes.json`) and the mergeable stats
-(`.stats_state.json`). Here the driver adds what only it knows — wall time, versions, the
-input signatures, the jobs an incremental run kept — creates the empty files of a job that
-wrote nothing (so a job folder always has the full set), registers the LF files in
+The pipeline writes the data files (the sidecar `scores.jsonl` among them) into a staging
+folder and, per job, the counts it saw (`.counts.json`), the LF reshapes
+(`.lf_reshapes.json`) and the mergeable stats (`.stats_state.json`). Here the driver adds
+what only it knows — wall time, versions, the input signatures, the jobs an incremental run
+kept — creates the empty files of a job that wrote nothing (so a job folder always has the
+full set), registers the LF files in
 `dataset_info.json`, checks that every bundle is accounted for (in = written + rejected +
 dead-lettered), and publishes each job's files into `--output` together, manifest last
 (`pipelines/output_folder.py`).
@@ -24,6 +25,7 @@ from pipelines.output_folder import publish_job, publish_run_files, verify_outpu
 from pipelines.run_pipeline import COUNTS_FILE, RESHAPES_FILE, STATS_STATE_FILE
 from scorers.tqs_v2 import SCORER_NAME, SCORER_VERSION
 from transforms.chain import accounting
+from transforms.report import SIDECAR
 from transforms.sinks import layout
 from transforms.sinks.beam_stats import MergeStats
 from transforms.sinks.lf import dataset_info, rendered_dataset_info_entry
@@ -89,6 +91,7 @@ def _complete(folder: str, num_shards: int, parquet: bool = False) -> list[str]:
         *layout.shard_names(layout.LF, num_shards),
         "rejects.jsonl",
         "dead_letter.jsonl",
+        SIDECAR,  # a job none of whose trials reached scoring: an empty sidecar
     ]
     for name in names:
         path = f"{folder}/{name}"

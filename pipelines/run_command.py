@@ -124,7 +124,7 @@ def _curate(config: RunConfig, run_id: str, log: RunLog) -> int:
     if config.skip_unchanged:
         planned = _plan_increment(config, log)
         if planned is None:
-            return 0
+            return _report(config)
         increment, inputs = planned
     started = time.monotonic()
     pipeline = _make_pipeline(config)
@@ -149,7 +149,34 @@ def _curate(config: RunConfig, run_id: str, log: RunLog) -> int:
     if config.llm_judge:
         print(_judge_line(config, summary["run"]))
     log.finished(summary["run"], incremental=bool(increment.job_signatures))
-    return 0 if summary["run"]["accounting"]["balanced"] else 1
+    if not summary["run"]["accounting"]["balanced"]:
+        return 1
+    return _report(config)
+
+
+def _report(config: RunConfig) -> int:
+    """`--report`: the static report of the output (as `trajcurate report OUTPUT` builds it)
+    into OUTPUT/report once the run succeeded; an object-store output gets one line saying
+    how to build it instead. Its exit status is the report's (0, or 2 naming the problem)."""
+    if not config.report:
+        return 0
+    from pathlib import Path
+
+    from pipelines import report_command
+
+    if "://" in config.output:
+        print(
+            f"{PROG}: --report: no report for an object-store output; copy the output to a "
+            "local folder and run `trajcurate report DIR`"
+        )
+        return 0
+    target = Path(config.output) / "report"
+    if (target / "manifest.json").exists():  # a job's folder happens to be named `report`
+        print(f"{PROG}: --report: {target} is a job's folder; run `trajcurate report -o DIR`")
+        return 0
+    defaults = {name: option.default for name, option in report_command.REPORT_OPTIONS.items()}
+    args = argparse.Namespace(output=Path(config.output), out=target, **defaults)
+    return report_command.run(args)
 
 
 def _plan_increment(
@@ -272,7 +299,8 @@ def render_summary(summary: dict[str, Any], output: str, wall: float) -> str:
     balanced = summary["run"]["accounting"]["balanced"]
     lines.append(f"in = written + rejected + dead-lettered: {'yes' if balanced else 'NO'}")
     lines.append(
-        f"outputs: {output}/<job>/ (im, lf, lf.stats.json, rejects, dead_letter, manifest)"
+        f"outputs: {output}/<job>/ (im, lf, lf.stats.json, rejects, dead_letter, scores, "
+        "manifest)"
     )
     lines.append(f"wall time: {wall:.1f} s")
     return "\n".join(lines)

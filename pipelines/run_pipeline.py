@@ -1,28 +1,40 @@
 """The trajcurate pipeline: Harbor jobs (and other sources) -> IM / LF / stats per job.
 
-    inputs -> detect units -> reshuffle -> open -> chain: read, gate, clean, validate,
-      redact, score -> [LLM judges] -> chain: filter -> spill -> (job, shard) group
+    inputs -> detect units -> reshuffle -> open -> chain: read, validate, redact, score,
+      clean, gate -> [LLM judges] -> chain: filter -> spill -> (job, shard) group
       -> im / lf files; stats per job and for the run
+    candidates + sidecar rows of rejects after scoring -> job group -> selection (dedup,
+      best-of-k, curriculum) -> scores.jsonl; verdicts -> the shard writer (side input)
     rejects (with reasons) and dead letters (with the error) -> one file per job
 
 The bundle (one trial: main record + subagents) is the element from open to spill; the
-only grouping is at the sinks, once, to write sorted and deterministic files. The stages are
-those of `transforms/chain.py`, run by one generic DoFn.
+groupings are at the sinks, over small items (part references, candidates), to write sorted
+and deterministic files. The stages are those of `transforms/chain.py`, run by one generic
+DoFn.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.transforms import combiners
 
+from pipelines.chain_options import ConfigError
 from pipelines.config import RunConfig
 from transforms.chain import stages_after_judge, stages_before_judge, written_counts
+from transforms.sinks.beam_scores import (
+    CANDIDATES,
+    KEPT,
+    SCORES,
+    DecideJob,
+    RunChainWithRows,
+    SpillWithCandidates,
+)
 from transforms.sinks.beam_sinks import (
     RUN_KEY,
     WRITTEN,
-    SpillBundle,
     WriteJobJson,
     WriteJobLines,
     WriteShard,
@@ -33,7 +45,8 @@ from transforms.sinks.beam_sinks import (
 )
 from transforms.sinks.beam_stats import MergeStats, StatsCombineFn
 from transforms.sinks.parquet_sink import WriteParquet
-from transforms.stages import DEAD_LETTER, REJECTED, DetectUnits, OpenUnits, RunChain, job_of
+from transforms.sinks.scores import stats_of
+from transforms.stages import DEAD_LETTER, REJECTED, DetectUnits, OpenUnits, job_of
 
 COUNTS_FILE = ".counts.json"
 DRY_RUN_FILE = "llm_dry_run.json"
@@ -41,9 +54,11 @@ RESHAPES_FILE = ".lf_reshapes.json"
 STATS_STATE_FILE = ".stats_state.json"  # the job's mergeable stats, for incremental runs
 
 
-def _split(pcoll: Any, label: str, dofn: beam.DoFn, *side_inputs: Any) -> Any:
+def _split(pcoll: Any, label: str, dofn: beam.DoFn, *side_inputs: Any, rows: bool = False) -> Any:
+    """`rows`: the DoFn also gives the sidecar rows of bundles rejected after scoring."""
     pardo = beam.ParDo(dofn, *side_inputs)
-    return pcoll | label >> pardo.with_outputs(REJECTED, DEAD_LETTER, main="main")
+    tags = (REJECTED, DEAD_LETTER, SCORES) if rows else (REJECTED, DEAD_LETTER)
+    return pcoll | label >> pardo.with_outputs(*tags, main="main")
 
 
 def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None) -> list[Any]:
@@ -70,29 +85,53 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
         OpenUnits(limits, config.progress),
         *total,
     )
-    curated = _split(opened.main, "Curate", RunChain(stages_before_judge(settings)))
-    judged, writes = _judge(curated.main, config, output or config.output)
-    kept = _split(judged, "Filter", RunChain(stages_after_judge(settings)))
+    curated = _split(
+        opened.main, "Curate", RunChainWithRows(stages_before_judge(settings)), rows=True
+    )
+    judged, writes, judge_dead = _judge(curated.main, config, output or config.output)
+    kept = _split(judged, "Filter", RunChainWithRows(stages_after_judge(settings)), rows=True)
     stages = (units, opened, curated, kept)
-    rejects = [s[REJECTED] for s in stages] | "AllRejects" >> beam.Flatten()
-    dead = [s[DEAD_LETTER] for s in stages] | "AllDeadLetters" >> beam.Flatten()
+    rejects = [s[REJECTED] for s in stages]
+    dead = [*(s[DEAD_LETTER] for s in stages), *judge_dead] | "AllDeadLetters" >> beam.Flatten()
+    rows = (curated[SCORES], kept[SCORES])
     out = output or config.output
-    return [*writes, *_write_outputs(config, out, inputs, opened.main, kept.main, rejects, dead)]
+    sinks = _write_outputs(config, out, inputs, opened.main, kept.main, rejects, dead, rows)
+    return [*writes, *sinks]
 
 
-def _judge(scored: Any, config: RunConfig, out: str) -> tuple[Any, list[Any]]:
-    """The optional LLM judges, on batches of bundles (or only their cost, in a dry run);
-    the judged bundles, and the writer of a dry run's estimate."""
+def _judge(scored: Any, config: RunConfig, out: str) -> tuple[Any, list[Any], list[Any]]:
+    """The optional LLM judges, on batches of bundles (or only their cost, in a dry run):
+    the judged bundles, the writer of a dry run's estimate, and the judge's dead letters.
+    What would fail every worker's setup fails here, before any trial is read."""
     if not config.llm_judge:
-        return scored, []
-    from transforms.judge_stage import JudgeBundles, PlanJudgeCalls, sum_estimates
+        return scored, [], []
+    from apache_beam.options.pipeline_options import DirectOptions
 
-    settings = config.judge_settings()
+    from pipelines.runner import is_local
+    from transforms.judge_stage import JudgeBundles, PlanJudgeCalls, sum_estimates
+    from transforms.llm.judging import JudgeSetupError, check_setup, worker_processes
+
+    options, local = scored.pipeline.options, is_local(scored.pipeline.options)
+    direct = options.view_as(DirectOptions)
+    processes = worker_processes(
+        config.llm_workers,
+        local=local,
+        running_mode=direct.direct_running_mode,
+        num_workers=direct.direct_num_workers,
+    )
+    settings = replace(config.judge_settings(), workers=processes)
+    try:
+        check_setup(settings, local=local, dry_run=config.llm_dry_run)
+    except JudgeSetupError as exc:
+        raise ConfigError(str(exc)) from None
     batches = scored | "BatchForJudge" >> beam.BatchElements(
         min_batch_size=1, max_batch_size=config.llm_batch_size
     )
     if not config.llm_dry_run:
-        return batches | "LLMJudge" >> beam.ParDo(JudgeBundles(settings)), []
+        judged = batches | "LLMJudge" >> beam.ParDo(JudgeBundles(settings)).with_outputs(
+            DEAD_LETTER, main="main"
+        )
+        return judged.main, [], [judged[DEAD_LETTER]]
     planned = batches | "PlanJudgeCalls" >> beam.ParDo(PlanJudgeCalls(settings)).with_outputs(
         "estimate", main="bundles"
     )
@@ -102,25 +141,37 @@ def _judge(scored: Any, config: RunConfig, out: str) -> tuple[Any, list[Any]]:
         | "SumEstimates" >> beam.Map(lambda estimates: (RUN_KEY, sum_estimates(estimates)))
         | "WriteEstimate" >> beam.ParDo(WriteJobJson(out, DRY_RUN_FILE))
     )
-    return planned.bundles, [estimate]
+    return planned.bundles, [estimate], []
 
 
 def _write_outputs(
-    config: RunConfig, out: str, inputs: Any, read: Any, kept: Any, rejects: Any, dead: Any
+    config: RunConfig,
+    out: str,
+    inputs: Any,
+    read: Any,
+    kept: Any,
+    rejects: list[Any],
+    dead: Any,
+    rows: tuple[Any, ...],
 ) -> list[Any]:
     """The sinks; returns the outputs of every writer. Few transforms: Beam inspects every
     DoFn several times while it builds, translates and runs the pipeline (fixed cost)."""
-    spilled = kept | "SpillBundles" >> beam.ParDo(
-        SpillBundle(out, config.num_shards, config.lf_settings())
-    ).with_outputs(WRITTEN, DEAD_LETTER, main="refs")
-    written = spilled[WRITTEN]  # (job, bundle)
+    selection = config.selection_settings()
+    spill = SpillWithCandidates(
+        out, config.num_shards, config.lf_settings(), selection, config.tokenizer
+    )
+    spilled = kept | "SpillBundles" >> beam.ParDo(spill).with_outputs(
+        WRITTEN, DEAD_LETTER, CANDIDATES, main="refs"
+    )
     dead = (dead, spilled[DEAD_LETTER]) | "WithWriteDeadLetters" >> beam.Flatten()
+    selected = _select(config, out, spilled, rows)
+    rejects = [*rejects, *selected.rejects] | "AllRejects" >> beam.Flatten()
     reshapes = (
         spilled.refs
         | "GroupShards" >> beam.GroupByKey()
-        | "WriteShards" >> beam.ParDo(WriteShard(out, config.num_shards))
+        | "WriteShards" >> beam.ParDo(WriteShard(out, config.num_shards), *selected.verdicts)
     )
-    writes = [reshapes]
+    writes = [selected.sidecars, reshapes]
     if config.parquet:  # each job's Parquet twins, once all its shards are written
         writes.append(
             reshapes
@@ -139,7 +190,9 @@ def _write_outputs(
             | f"Group {name}" >> beam.GroupByKey()
             | f"Write {name}" >> beam.ParDo(WriteJobLines(out, name))
         )
-    per_job = written | "CombineStats" >> beam.CombinePerKey(StatsCombineFn(config.tokenizer))
+    per_job = selected.stats | "CombineStats" >> beam.CombinePerKey(
+        StatsCombineFn(config.tokenizer)
+    )
     writes.append(
         per_job | "WriteStats" >> beam.ParDo(WriteJobJson(out, "lf.stats.json", stats_json))
     )
@@ -150,7 +203,7 @@ def _write_outputs(
     counts = (
         (
             read | "CountRead" >> beam.Map(lambda b: (job_of(b), {"read": 1})),
-            written | "CountWritten" >> beam.MapTuple(_written_counts),
+            selected.counts,
             rejects
             | "CountRejects" >> beam.Map(lambda r: (r["job"], {f"rejected.{r['stage']}": 1})),
             dead | "CountDead" >> beam.Map(lambda r: (r["job"], {f"dead_letter.{r['stage']}": 1})),
@@ -160,6 +213,46 @@ def _write_outputs(
     )
     writes.append(counts | "WriteCounts" >> beam.ParDo(WriteJobJson(out, COUNTS_FILE, job_counts)))
     return writes
+
+
+@dataclass(frozen=True)
+class _Selected:
+    """What the per-job selection gives the sinks: its sidecar writer, the verdicts (a side
+    input of the shard writer; none when selection is off), its rejects, and the stats and
+    counts inputs of what is written."""
+
+    sidecars: Any
+    verdicts: list[Any]
+    rejects: list[Any]
+    stats: Any
+    counts: Any
+
+
+def _select(config: RunConfig, out: str, spilled: Any, rows: tuple[Any, ...]) -> _Selected:
+    """Per job: the candidates (what passed the chain, spilled) and the rows of its trials
+    rejected after scoring, grouped; selection decides, the sidecar is written. With
+    selection off, what was spilled is what is written: stats and counts come straight from
+    the spilled bundles."""
+    selection = config.selection_settings()
+    decided = (
+        (*rows, spilled[CANDIDATES])
+        | "AllScored" >> beam.Flatten()
+        | "GroupScored" >> beam.GroupByKey()
+        | "DecideJobs"
+        >> beam.ParDo(DecideJob(out, selection)).with_outputs(REJECTED, KEPT, main="verdicts")
+    )
+    if not selection.active:
+        written = spilled[WRITTEN]  # (job, bundle)
+        counts = written | "CountWritten" >> beam.MapTuple(_written_counts)
+        return _Selected(decided.verdicts, [], [], written, counts)
+    kept = decided[KEPT]
+    return _Selected(
+        decided.verdicts,
+        [beam.pvalue.AsDict(decided.verdicts)],
+        [decided[REJECTED]],
+        kept | "KeptStats" >> beam.MapTuple(lambda job, item: (job, stats_of(item["stats"]))),
+        kept | "KeptCounts" >> beam.MapTuple(lambda job, item: (job, item["counts"])),
+    )
 
 
 def _run_stats(inputs: Any, per_job: Any, out: str) -> Any:

@@ -123,8 +123,9 @@ def _run(inputs: list[str], out: Path, *extra: str) -> Path:
 
 @pytest.fixture(scope="module")
 def outputs(inputs: list[str], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One run over all inputs, with the Parquet twins."""
-    return _run(inputs, tmp_path_factory.mktemp("out"), "--parquet")
+    """One run over all inputs, with the Parquet twins (no dedup: the two IM records share
+    their messages, and both must be written)."""
+    return _run(inputs, tmp_path_factory.mktemp("out"), "--parquet", "--dedup", "off")
 
 
 def _files(out: Path, name: str) -> list[Path]:
@@ -311,7 +312,8 @@ def test_im_output_read_back_as_input_gives_the_same_records(outputs: Path, tmp_
     combined = tmp_path / "all.jsonl"
     combined.write_bytes(b"".join(f.read_bytes() for f in files))
     again = tmp_path / "again"
-    argv = ["run", "--no-progress", "--instance-status", "all", "--output", str(again)]
+    argv = ["run", "--no-progress", "--instance-status", "all", "--dedup", "off"]
+    argv += ["--output", str(again)]
     assert main([*argv, "--input", str(combined)]) == 0
     reread = _written([again / "standalone" / "im.jsonl"])
 

@@ -4,6 +4,7 @@ rows, the folder it writes, the examples it embeds, and its one-line usage error
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import orjson
@@ -166,9 +167,11 @@ def test_judges_and_hostile_names_from_a_sidecar_alone(tmp_path: Path) -> None:
 
 
 def test_a_run_without_sidecars_still_gets_its_overview(run_output: Path, tmp_path: Path) -> None:
-    # The first run of the corpus has manifests and rejects but no scores.jsonl.
-    plain = run_output.parent / "all"
-    assert not list(plain.glob(f"*/{SIDECAR}"))
+    # An output written before runs wrote scores.jsonl: manifests and rejects, no sidecar.
+    plain = tmp_path / "all"
+    shutil.copytree(run_output.parent / "all", plain)
+    for sidecar in plain.glob(f"*/{SIDECAR}"):
+        sidecar.unlink()
     assert trajcurate(["report", str(plain), "-o", str(tmp_path / "r"), "--resamples", "100"]) == 0
     html = (tmp_path / "r" / "index.html").read_text()
     assert "no scores.jsonl" in html and "rejected.read" in html

@@ -4,21 +4,32 @@ redact, score, score filter.
 Each step takes a bundle and returns either the bundle (to go on) or a drop reason;
 `transforms/chain.py` names them, orders them and routes their results. What a transform
 removes or masks is tallied on the bundle (`tallies`, summed per job into the manifest).
+
+Scoring also leaves the bundle's sidecar row (`score_row`, see `transforms.report`): it needs
+the scorer's trajectory, which exists only while scoring, so the row is built there with the
+decision still open, and `decided_row` settles it where the bundle is kept or rejected.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from scorers import tqs_v2
+from scorers.im import agent_type
 from scorers.im_validity import bundle_problem
-from transforms.cleaning import clean_record
+from scorers.tqs_v2 import scaffold_hint
+from scorers.tqs_v2.score import is_subagent, score_trajectory, tool_call_errors
+from scorers.tqs_v2.trajectory import build_trajectory
+from transforms.cleaning import clean_record, clean_value
 from transforms.redact import redact_bundle
-from transforms.reward_gate import gate_reason, outcome
+from transforms.report.rows import Decision, score_row
+from transforms.reward_gate import RESOLVED, gate_reason, outcome
 
 TALLIES = "tallies"
+SCORE_ROW = "score_row"  # the bundle's sidecar row, set by `score_bundle`
 
 
 @dataclass(frozen=True)
@@ -59,9 +70,12 @@ def _tally(bundle: dict[str, Any], counts: Mapping[str, int]) -> None:
 
 
 def clean_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
-    """Remove control characters from every string of every record (counted)."""
+    """Remove control characters from every string of every record (counted), and from the
+    sidecar row (its texts come from the records: not counted twice)."""
     removed = sum(clean_record(record) for record in bundle["records"])
     _tally(bundle, {"cleaned.control_chars": removed})
+    if isinstance(bundle.get(SCORE_ROW), dict):
+        bundle[SCORE_ROW] = clean_value(bundle[SCORE_ROW])[0]
     return bundle
 
 
@@ -81,16 +95,76 @@ def secrets_problem(bundle: dict[str, Any]) -> str | None:
     return f"secrets found ({kinds})"
 
 
-def score_bundle(bundle: dict[str, Any], scaffold: str | None = None) -> dict[str, Any]:
-    """Set `_score` on every record (None on subagents) and note tool-call error counts."""
+def score_bundle(
+    bundle: dict[str, Any],
+    scaffold: str | None = None,
+    gate: GateSettings | None = None,
+) -> dict[str, Any]:
+    """Set `_score` on every record (None on subagents) and note tool-call error counts.
+    With `gate` (a run that writes the sidecar), also build the sidecar row of the first
+    main record from the same trajectory: one pass."""
     counts = []
+    row: dict[str, Any] | None = None
     for record in bundle["records"]:
-        score, calls, errors = tqs_v2.score_and_count(record, scaffold=scaffold)
-        record["meta_info"]["unique_info"]["_score"] = score
+        if gate is None or row is not None or is_subagent(record):
+            score, calls, errors = tqs_v2.score_and_count(record, scaffold=scaffold)
+            record["meta_info"]["unique_info"]["_score"] = score
+        else:  # the row's language and tool errors come from the scorer's trajectory
+            trajectory = build_trajectory(record, scaffold or scaffold_hint(record))
+            record["meta_info"]["unique_info"]["_score"] = score_trajectory(trajectory)
+            calls, errors = tool_call_errors(trajectory)
+            row = _open_row(bundle, record, trajectory, gate)
         counts.append([calls, errors])
     scored = dict(bundle)
     scored["tool_call_counts"] = counts
+    if row is not None:
+        scored[SCORE_ROW] = row
     return scored
+
+
+def _open_row(
+    bundle: Mapping[str, Any], record: dict[str, Any], trajectory: Any, gate: GateSettings
+) -> dict[str, Any]:
+    """The sidecar row as scoring sees it: the reward gate's reading, decision still open."""
+    rewards = bundle.get("rewards") or {}
+    reward = rewards.get(gate.reward_key)
+    number = None if isinstance(reward, bool) or not isinstance(reward, int | float) else reward
+    resolved = outcome(rewards, gate.reward_key, gate.reward_threshold) == RESOLVED
+    job = bundle.get("job")
+    return score_row(
+        record,
+        job=job if isinstance(job, str) else "standalone",  # as chain.job_of
+        reward=None if number is None else float(number),
+        resolved=resolved,
+        decision="kept",
+        trajectory=trajectory,
+    )
+
+
+def decided_row(
+    bundle: Mapping[str, Any], decision: Decision, reason: str | None = None
+) -> dict[str, Any] | None:
+    """The bundle's sidecar row with where it ended (None for a bundle never scored). The
+    judges' scores are read again: they came after scoring."""
+    row = bundle.get(SCORE_ROW)
+    if not isinstance(row, dict):
+        return None
+    main = next((r for r in bundle["records"] if agent_type(r) == "main"), None)
+    info = main["meta_info"]["unique_info"] if main is not None else {}
+    judged = info.get("_llm_judge")
+    judges = None
+    if isinstance(judged, Mapping):
+        judges = {
+            str(k): float(v)
+            for k, v in sorted(judged.items())
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        }
+    return {
+        **row,
+        "judges": judges,
+        "decision": decision,
+        "reason": None if decision == "kept" else reason,
+    }
 
 
 def best_main_score(bundle: Mapping[str, Any], score_key: str) -> float | None:

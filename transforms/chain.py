@@ -7,12 +7,17 @@ or the plain loop of `convert` and `score`: kept, rejected (stage + reason) or d
 (stage + exception). Counters are named `<stage>.in`, `<stage>.kept`, `<stage>.rejected` and
 `<stage>.dead_letter`; per job, drops count as `rejected.<stage>` / `dead_letter.<stage>`.
 
-The order: read → gate → validate → [redact] → score → clean → [LLM judges] → filter.
+The order: read → validate → [redact] → score → clean → gate → [LLM judges] → filter, and
+in `trajcurate run` then the per-job selection (`transforms/selection.py`: dedup,
+best-of-k, curriculum order).
 Secrets go before anything else sees the text; TQS V2 scores the text as the agent saw it
 (terminal escapes included, as the reference scorer does), and only then is it cleaned for
-the judges and for training. Reading (discover + open) and the judges sit outside
-`run_stages`: they turn one element into many (or batch them), but they route their drops
-through the same records.
+the judges and for training. The reward gate comes after scoring so that every trial that
+can be scored is (the report compares resolved and unresolved trials), and before the
+judges, which cost money per call. A bundle rejected after scoring carries its sidecar row
+(`Drop.row`, decision "rejected" with the reject's reason); one never scored has none.
+Reading (discover + open) and the judges sit outside `run_stages`: they turn one element
+into many (or batch them), but they route their drops through the same records.
 """
 
 from __future__ import annotations
@@ -94,10 +99,18 @@ def _short(exc: BaseException, limit: int = 500) -> str:
 
 @dataclass(frozen=True)
 class Drop:
-    """A bundle that left the chain: `kind` is REJECTED or DEAD_LETTER."""
+    """A bundle that left the chain: `kind` is REJECTED or DEAD_LETTER; `row` is the
+    sidecar row of a bundle rejected after scoring (None otherwise)."""
 
     kind: str
     record: dict[str, Any]
+    row: dict[str, Any] | None = None
+
+
+def rejected(stage: str, bundle: Mapping[str, Any], reason: str) -> Drop:
+    """A bundle rejected at `stage`, with its sidecar row when it was scored."""
+    record = reject_record(stage, bundle, reason)
+    return Drop(REJECTED, record, steps.decided_row(bundle, "rejected", record["reason"]))
 
 
 def run_stages(bundle: Bundle, stages: Iterable[Stage], count: Count) -> Bundle | Drop:
@@ -109,7 +122,7 @@ def run_stages(bundle: Bundle, stages: Iterable[Stage], count: Count) -> Bundle 
                 reason = stage.check(bundle)
                 if reason is not None:
                     count(f"{stage.name}.rejected")
-                    return Drop(REJECTED, reject_record(stage.name, bundle, reason))
+                    return rejected(stage.name, bundle, reason)
             else:
                 assert stage.transform is not None
                 bundle = stage.transform(bundle)
@@ -131,24 +144,28 @@ class ChainSettings:
     scaffold: str | None = None
     min_score: float | None = None
     score_key: str = "composite_score"
+    sidecar: bool = False  # build each scored bundle's sidecar row (`trajcurate run`)
 
 
 def stages_before_judge(settings: ChainSettings) -> list[Stage]:
-    """read → gate → validate → [redact] → score → clean."""
+    """read → validate → [redact] → score → clean → gate."""
     gate = steps.GateSettings(
         settings.instance_status, settings.reward_key, settings.reward_threshold
     )
     stages = [
         Stage("read", check=steps.read_problem),
-        Stage("gate", check=partial(steps.gate_problem, settings=gate)),
         Stage("validate", check=steps.validation_problem),
     ]
     if settings.redact == "mask":
         stages.append(Stage("redact", transform=steps.mask_secrets))
     elif settings.redact == "drop":
         stages.append(Stage("redact", check=steps.secrets_problem))
-    stages.append(Stage("score", transform=partial(steps.score_bundle, scaffold=settings.scaffold)))
+    score = partial(
+        steps.score_bundle, scaffold=settings.scaffold, gate=gate if settings.sidecar else None
+    )
+    stages.append(Stage("score", transform=score))
     stages.append(Stage("clean", transform=steps.clean_bundle))
+    stages.append(Stage("gate", check=partial(steps.gate_problem, settings=gate)))
     return stages
 
 

@@ -23,11 +23,16 @@ from transforms.chain import DEAD_LETTER, dead_letter_record, job_of
 from transforms.sinks import layout, parts
 from transforms.sinks.lf import DEFAULT_LF, LfSettings
 from transforms.sinks.records import bundle_payload
+from transforms.sinks.scores import kept_in_order, with_curriculum
 
 WRITTEN = "written"
 WRITE_STAGE = "write"
 
 _SORT = orjson.OPT_SORT_KEYS
+
+
+def _sort_key(ref: Any) -> Any:
+    return ref[0]
 
 
 def shard_of(instance_id: str, num_shards: int) -> int:
@@ -98,15 +103,25 @@ class SpillBundle(beam.DoFn):
 
 class WriteShard(beam.DoFn):
     """((job, shard), part refs) -> the shard's im and lf files, parts concatenated in sort
-    order, then their files deleted; yields (job, LF reshape counts)."""
+    order, then their files deleted; yields (job, LF reshape counts).
+
+    With `verdicts` (a side input, job -> {sort key: curriculum order or None}, when
+    selection ran) only the parts of kept bundles are written, in curriculum order when the
+    job has one, with their `_curriculum` key set."""
 
     def __init__(self, output: str, num_shards: int) -> None:
         self.output = output
         self.num_shards = num_shards
 
-    def process(self, element: tuple[tuple[str, int], Iterable[Any]]) -> Iterator[Any]:
+    def process(
+        self,
+        element: tuple[tuple[str, int], Iterable[Any]],
+        verdicts: dict[str, dict[Any, Any]] | None = None,
+    ) -> Iterator[Any]:
         (job, shard), refs = element
-        ordered = sorted(refs, key=lambda ref: ref[0])
+        kept = None if verdicts is None else verdicts.get(job, {})
+        every = list(refs)
+        ordered = kept_in_order(every, _sort_key, kept)
         folder = layout.job_dir(self.output, job)
         im_name = layout.shard_name(layout.IM, shard, self.num_shards)
         lf_name = layout.shard_name(layout.LF, shard, self.num_shards)
@@ -118,8 +133,11 @@ class WriteShard(beam.DoFn):
             ):
                 lf.write(b"[")
                 separator = b"\n"
-                for _, path, offset, size, _ in ordered:
+                for key, path, offset, size, _ in ordered:
                     im_block, lf_block = parts.decode_part(reader.read(path, offset, size))
+                    order = None if kept is None else kept[tuple(key)]
+                    if order is not None:
+                        im_block, lf_block = with_curriculum(im_block, lf_block, order)
                     im.write(im_block)
                     if lf_block:
                         lf.write(separator + lf_block.replace(b"\n", b",\n"))
@@ -127,7 +145,7 @@ class WriteShard(beam.DoFn):
                 lf.write(b"]\n" if separator == b"\n" else b"\n]\n")
         finally:
             reader.close()
-        layout.delete(list(dict.fromkeys(ref[1] for ref in ordered)))
+        layout.delete(list(dict.fromkeys(ref[1] for ref in every)))
         reshapes: Counter[str] = Counter()
         for ref in ordered:
             reshapes.update(ref[4])

@@ -29,7 +29,9 @@ class StatsCombineFn(beam.CombineFn):
     def create_accumulator(self) -> Stats:
         return Stats(self._method())
 
-    def add_input(self, stats: Stats, bundle: dict[str, Any]) -> Stats:
+    def add_input(self, stats: Stats, bundle: dict[str, Any] | Stats) -> Stats:
+        if isinstance(bundle, Stats):  # a bundle's own stats, counted once selection kept it
+            return stats.merge(bundle)
         if self.tokenizer_path and self._tokenizer is None:
             self._tokenizer = load_tokenizer(self.tokenizer_path)
         return add_bundle(stats, bundle, self._tokenizer)

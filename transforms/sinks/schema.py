@@ -176,6 +176,126 @@ LLM_JUDGE = Field(
     ),
 )
 
+CURRICULUM = Field(
+    "_curriculum",
+    STRUCT,
+    True,
+    "`--curriculum`: the instance's place in its job's easier-to-harder order; null without it",
+    fields=(
+        _i("rank", "0-based position in the job's written order", nullable=False),
+        _f("pass_rate", "resolved share of the task's scored trials in the job"),
+        _i("turns", "assistant turns of the main record", nullable=False),
+    ),
+)
+
+_SEVERITY_NAMES = ("critical", "high", "medium", "low", "info")
+_DIMENSION_NAMES = (
+    "efficiency",
+    "utilization",
+    "parallelization",
+    "delegation",
+    "communication",
+    "robustness",
+    "topology",
+)
+DIAGNOSIS = Field(
+    "_diagnosis",
+    STRUCT,
+    True,
+    "process diagnosis (`trajcurate diagnose`, `run --diagnose`); null when not diagnosed",
+    fields=(
+        _s("diagnoser_version", "the diagnoser's version"),
+        _s("source_format", "the profile key: scaffold hint, else the detected scaffold"),
+        _s("profile", "the severity profile applied"),
+        _f("trajectory_score", "orchestration quality x (1 - the largest process penalty)"),
+        _f("task_completion_score", "1 - the largest outcome penalty; null on subagents"),
+        _f("orchestration_quality_overall", "weighted orchestration dimensions (one agent: 1.0)"),
+        _f("max_severity_penalty", "the largest process penalty (severity weight x confidence)"),
+        Field(
+            "detections",
+            LIST,
+            False,
+            "the detectors that fired",
+            item=Field(
+                "detection",
+                STRUCT,
+                False,
+                "one detection",
+                fields=(
+                    _s("detector", "detector name"),
+                    _s("axis", "process or outcome"),
+                    _s("severity", "critical, high, medium, low or info"),
+                    _f("confidence", "0 to 1"),
+                    _s("tier", "high, likely, possible or low"),
+                    _f("penalty", "severity weight x confidence"),
+                    _s("title", "what the detector finds"),
+                    _s("description", "what it found here"),
+                    Field(
+                        "evidence",
+                        STRUCT,
+                        False,
+                        "where",
+                        fields=(
+                            Field("messages", LIST, False, "message indexes", item=_i("index", "")),
+                            Field("snippets", LIST, False, "short quotes", item=_s("snippet", "")),
+                        ),
+                    ),
+                ),
+            ),
+        ),
+        Field(
+            "score_breakdown",
+            STRUCT,
+            False,
+            "what made the score",
+            fields=(
+                Field(
+                    "top_contributors",
+                    LIST,
+                    False,
+                    "the five largest penalties",
+                    item=Field(
+                        "contributor",
+                        STRUCT,
+                        False,
+                        "one detection's penalty",
+                        fields=(
+                            _s("detector", "detector name"),
+                            _s("axis", "process or outcome"),
+                            _s("severity", "its severity"),
+                            _f("confidence", "0 to 1"),
+                            _f("penalty", "severity weight x confidence"),
+                        ),
+                    ),
+                ),
+                Field(
+                    "dimensions",
+                    STRUCT,
+                    False,
+                    "orchestration dimensions, null when not applicable",
+                    fields=tuple(_f(name, f"orchestration: {name}") for name in _DIMENSION_NAMES),
+                ),
+                Field(
+                    "dimension_weights",
+                    STRUCT,
+                    False,
+                    "active weights of the dimensions, null when not applicable",
+                    fields=tuple(_f(name, f"weight of {name}") for name in _DIMENSION_NAMES),
+                ),
+                Field(
+                    "severity_weights",
+                    STRUCT,
+                    False,
+                    "the severity weights in force",
+                    fields=tuple(_f(name, f"weight of {name}") for name in _SEVERITY_NAMES),
+                ),
+                _s("profile", "the profile applied"),
+                _s("profile_source", "built-in, or the profile file"),
+            ),
+        ),
+    ),
+)
+
 GEN_PARAMS = Field(
     "_gen_params",
     STRUCT,
@@ -272,6 +392,8 @@ UNIQUE_INFO = Field(
         Field("_agent_type", STRING, False, "main or subagent (absent: main)", default="main"),
         SCORE,
         LLM_JUDGE,
+        CURRICULUM,
+        DIAGNOSIS,
         GEN_PARAMS,
         USAGE,
         INSTANCE_METADATA,
@@ -365,6 +487,7 @@ IM_SCHEMA = Field(
 
 _LF_METADATA = (
     SCORE,
+    CURRICULUM,
     _s("_instance_id", "the trial: main and subagent records share it"),
     _s("_agent_type", "main or subagent"),
     Field("_gen_params", JSON, True, "generation parameters, JSON text"),

@@ -1,0 +1,125 @@
+"""Beam side of the sidecar and of selection: thin DoFns around `bundle_steps.decided_row`,
+`transforms/selection.py` and `transforms/sinks/scores.py`.
+
+Memory stays flat: whole bundles never wait at a grouping. Every bundle that passed the
+chain is spilled as before, and the spill also gives its small `candidate` item (sort key,
+selection keys, sidecar row, and — when selection may drop it — its counts and one-bundle
+stats); what is grouped per job is those items and the sidecar rows of the job's bundles
+rejected after scoring. `DecideJob` then decides the job, writes its `scores.jsonl`, emits
+the rejects of selection drops and, per job, the verdicts the shard writer reads as a side
+input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.pvalue import TaggedOutput
+
+from transforms.chain import REJECTED, Drop, run_stages
+from transforms.selection import SelectionSettings
+from transforms.sinks import layout
+from transforms.sinks.beam_sinks import WRITTEN, SpillBundle
+from transforms.sinks.bundle_stats import add_bundle
+from transforms.sinks.lf import LfSettings
+from transforms.sinks.lf_render import load_tokenizer
+from transforms.sinks.scores import (
+    CANDIDATE,
+    ROW,
+    SIDECAR,
+    candidate_item,
+    decide_job,
+    prior_row,
+    settle_job,
+)
+from transforms.sinks.stats import ESTIMATE_METHOD, Stats, Tokenizer, tokenizer_method
+from transforms.stages import RunChain
+
+SCORES = "scores"  # tagged output: (job, ("row", sidecar row)) of bundles rejected after scoring
+CANDIDATES = "candidates"  # tagged output of the spill: (job, ("candidate", item))
+KEPT = "kept"  # tagged output of DecideJob: (job, candidate item) kept by selection
+
+
+class RunChainWithRows(RunChain):
+    """`RunChain` whose rejects after scoring also give their sidecar row (`SCORES`)."""
+
+    def process(self, bundle: dict[str, Any]) -> Iterator[Any]:
+        item = run_stages(bundle, self.stages, self.count)
+        if not isinstance(item, Drop):
+            yield item
+            return
+        if item.row is not None:
+            yield TaggedOutput(SCORES, (item.record["job"], (ROW, prior_row(item.row))))
+        yield TaggedOutput(item.kind, item.record)
+
+
+class SpillWithCandidates(SpillBundle):
+    """`SpillBundle` that also gives each spilled bundle's candidate item, (job, ("candidate",
+    item)) on `CANDIDATES`: what the job's decision and its sidecar need of it. With
+    selection active the item carries the bundle's counts and stats, which count only if
+    selection keeps it, and the bundle itself is not passed on (`WRITTEN`): nothing else
+    needs it. Built here, where the bundle is, so that no second consumer of the bundles
+    makes the runner hold them."""
+
+    def __init__(
+        self,
+        output: str,
+        num_shards: int,
+        lf: LfSettings,
+        selection: SelectionSettings,
+        tokenizer_path: str | None = None,
+    ) -> None:
+        super().__init__(output, num_shards, lf)
+        self.selection = selection
+        self.tokenizer_path = tokenizer_path
+        self._tokenizer: Tokenizer | None = None
+
+    def setup(self) -> None:
+        if self.selection.active and self.tokenizer_path:
+            self._tokenizer = load_tokenizer(self.tokenizer_path)
+
+    def process(self, bundle: dict[str, Any]) -> Iterator[Any]:
+        for out in super().process(bundle):
+            if not (isinstance(out, TaggedOutput) and out.tag == WRITTEN):
+                yield out
+                continue
+            job, written = out.value
+            item = candidate_item(written, self.selection, self._stats(written))
+            yield TaggedOutput(CANDIDATES, (job, (CANDIDATE, item)))
+            if not self.selection.active:
+                yield out
+
+    def _stats(self, bundle: dict[str, Any]) -> Stats | None:
+        if not self.selection.active:
+            return None
+        method = tokenizer_method(self.tokenizer_path) if self.tokenizer_path else ESTIMATE_METHOD
+        return add_bundle(Stats(method), bundle, self._tokenizer)
+
+
+class DecideJob(beam.DoFn):
+    """(job, its candidate items and prior rows) -> DIR/<job>/scores.jsonl; main output
+    (job, {key: curriculum order or None}) of the kept bundles, `REJECTED` the reject records
+    of selection drops, `KEPT` (job, item) of the kept ones (selection active)."""
+
+    def __init__(self, output: str, settings: SelectionSettings) -> None:
+        self.output = output
+        self.settings = settings
+
+    def process(self, element: tuple[str, Iterable[tuple[str, Any]]]) -> Iterator[Any]:
+        job, items = element
+        verdicts, data, written = decide_job(items, self.settings)
+        layout.write_bytes(f"{layout.job_dir(self.output, job)}/{SIDECAR}", data)
+        if not self.settings.active:
+            return
+        kept, dropped = settle_job(verdicts, written)
+        for record in dropped:
+            yield TaggedOutput(REJECTED, record)
+        for item in written:
+            if item["key"] in kept:
+                yield TaggedOutput(KEPT, (job, item))
+        yield job, kept
+
+
+__all__ = ["CANDIDATES", "KEPT", "SCORES", "DecideJob", "RunChainWithRows", "SpillWithCandidates"]
