@@ -132,6 +132,7 @@ class RunConfig:
     input_format: str | None = _default("input_format")
     redact: str = _default("redact")
     max_file_mb: float = _default("max_file_mb")
+    scaffold_hints: bool = _default("scaffold_hints")
     tokenizer: str | None = _default("tokenizer")
     chat_template_tokenizer: str | None = _default("chat_template_tokenizer")
     progress: bool = True

@@ -81,11 +81,19 @@ def secrets_problem(bundle: dict[str, Any]) -> str | None:
     return f"secrets found ({kinds})"
 
 
-def score_bundle(bundle: dict[str, Any], scaffold: str | None = None) -> dict[str, Any]:
-    """Set `_score` on every record (None on subagents) and note tool-call error counts."""
+def score_bundle(
+    bundle: dict[str, Any], scaffold: str | None = None, scaffold_hints: bool = False
+) -> dict[str, Any]:
+    """Set `_score` on every record (None on subagents) and note tool-call error counts.
+
+    `scaffold_hints` scores by the converter's `_instance_metadata.scaffold` (each `_score`
+    then says where its scaffold came from); off, records score as the reference scores them.
+    """
     counts = []
     for record in bundle["records"]:
-        score, calls, errors = tqs_v2.score_and_count(record, scaffold=scaffold)
+        score, calls, errors = tqs_v2.score_and_count(
+            record, scaffold=scaffold, scaffold_hints=scaffold_hints
+        )
         record["meta_info"]["unique_info"]["_score"] = score
         counts.append([calls, errors])
     scored = dict(bundle)

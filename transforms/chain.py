@@ -129,6 +129,7 @@ class ChainSettings:
     reward_threshold: float = 1.0
     redact: str = "mask"
     scaffold: str | None = None
+    scaffold_hints: bool = False
     min_score: float | None = None
     score_key: str = "composite_score"
 
@@ -147,7 +148,10 @@ def stages_before_judge(settings: ChainSettings) -> list[Stage]:
         stages.append(Stage("redact", transform=steps.mask_secrets))
     elif settings.redact == "drop":
         stages.append(Stage("redact", check=steps.secrets_problem))
-    stages.append(Stage("score", transform=partial(steps.score_bundle, scaffold=settings.scaffold)))
+    score = partial(
+        steps.score_bundle, scaffold=settings.scaffold, scaffold_hints=settings.scaffold_hints
+    )
+    stages.append(Stage("score", transform=score))
     stages.append(Stage("clean", transform=steps.clean_bundle))
     return stages
 
