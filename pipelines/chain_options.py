@@ -48,6 +48,10 @@ class Option:
         """`value` converted to the option's type, or ConfigError saying what fits."""
         if value is None:
             return None
+        if self.kind is bool:
+            if not isinstance(value, bool):  # bool("false") is True: take real booleans only
+                raise ConfigError(f"{self.flag}: true or false, not {value!r}")
+            return value
         if self.kind is int and (
             isinstance(value, bool) or (isinstance(value, float) and not value.is_integer())
         ):
@@ -85,6 +89,11 @@ class Option:
             raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{self.flag}: ")) from None
 
     def add_to(self, parser: argparse._ActionsContainer, default: Any) -> None:
+        if self.kind is bool:  # a switch: given means true (a YAML key can say false)
+            parser.add_argument(
+                self.flag, dest=self.name, action="store_true", default=default, help=self.help
+            )
+            return
         shown = "" if self.default is None else f" (default: {self.default})"
         parser.add_argument(
             self.flag,
@@ -156,6 +165,13 @@ CHAIN_OPTIONS = options_by_name(
         "score every record as this scaffold instead of detecting it",
         choices=SCAFFOLDS,
     ),
+    Option(
+        "scaffold_hints",
+        bool,
+        False,
+        "score by the converter's scaffold hint (_instance_metadata.scaffold) instead of "
+        "detecting the scaffold as the reference does; each _score gets scaffold_source",
+    ),
 )
 
 
@@ -168,6 +184,7 @@ CURATION_OPTIONS = (
     "score_key",
     "redact",
     "max_file_mb",
+    "scaffold_hints",
 )
 
 
@@ -204,6 +221,7 @@ def chain_settings(values: Mapping[str, Any]) -> ChainSettings:
         reward_threshold=get("reward_threshold"),
         redact=get("redact"),
         scaffold=values.get("scaffold"),
+        scaffold_hints=bool(values.get("scaffold_hints")),
         min_score=values.get("min_score"),
         score_key=get("score_key"),
     )

@@ -22,6 +22,7 @@ from pipelines.chain_options import (
     options_by_name,
     read_limits,
 )
+from pipelines.diagnose_options import DIAGNOSE_HELP, DIAGNOSE_PROFILE, diagnose_settings
 from scorers.tqs_v2 import SCORE_KEYS
 from transforms.chain import ChainSettings
 from transforms.readers.confined import ReadLimits
@@ -161,6 +162,8 @@ RUN_OPTIONS = options_by_name(
         False,
         "after a successful local run, build the static report into OUTPUT/report",
     ),
+    FlagOption("diagnose", bool, False, DIAGNOSE_HELP),
+    DIAGNOSE_PROFILE,
 )
 LLM_OPTIONS = options_by_name(
     Option(
@@ -251,6 +254,7 @@ class RunConfig:
     input_format: str | None = _default("input_format")
     redact: str = _default("redact")
     max_file_mb: float = _default("max_file_mb")
+    scaffold_hints: bool = _default("scaffold_hints")
     tokenizer: str | None = _default("tokenizer")
     chat_template_tokenizer: str | None = _default("chat_template_tokenizer")
     lf_call_text: str = _default("lf_call_text")
@@ -265,6 +269,8 @@ class RunConfig:
     best_of_k: int | None = _default("best_of_k")
     curriculum: bool = _default("curriculum")
     report: bool = _default("report")
+    diagnose: bool = _default("diagnose")
+    diagnose_profile: str | None = _default("diagnose_profile")
     progress: bool = True
     llm_judge: str | None = _default("llm_judge")
     llm_model: str = _default("llm_model")
@@ -339,7 +345,9 @@ class RunConfig:
 
     def chain_settings(self) -> ChainSettings:
         """The chain of a run: it also builds each scored bundle's sidecar row."""
-        return replace(chain_settings(asdict(self)), sidecar=True)
+        values = asdict(self)
+        diagnosis = diagnose_settings(values) if self.diagnose else None
+        return replace(chain_settings(values), sidecar=True, diagnose=diagnosis)
 
     def selection_settings(self) -> SelectionSettings:
         """Per-job selection (`transforms/selection.py`)."""
@@ -445,4 +453,6 @@ def config_from_args(args: argparse.Namespace, beam_args: list[str]) -> RunConfi
     values["inputs"] = tuple(str(i) for i in values.get("inputs") or ())
     values["output"] = str(values.get("output") or "")
     values["beam_args"] = tuple(beam_args) + tuple(values.get("beam_args") or ())
-    return RunConfig(**values)
+    config = RunConfig(**values)
+    config.chain_settings()  # a bad --diagnose-profile fails here, in one line
+    return config

@@ -15,8 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,10 +29,10 @@ from pipelines.outputs import (
     rejects_path,
     run_reporting_errors,
 )
-from pipelines.score_command import SCORE_OPTIONS, ScoreOptions, _check_paths
+from pipelines.score_command import SCORE_OPTIONS, ScoreOptions, check_paths
 from scorers.im import agent_type
-from transforms.chain import REJECTED, Bundle, Drop, Stage
-from transforms.diagnose_step import DIAGNOSE_STAGE, DiagnoseSettings, diagnose_bundle
+from transforms.chain import REJECTED, Bundle, Drop
+from transforms.diagnose_step import DiagnoseSettings
 from transforms.jsonl import JsonlWriter
 from transforms.sinks.schema import conform_im_record
 
@@ -123,7 +122,7 @@ def diagnose_files(
     options: ScoreOptions, settings: DiagnoseSettings, stderr: TextIO | None
 ) -> DiagnoseStats:
     """Diagnose every input record into `options.output`; return the run's stats."""
-    _check_paths(options)
+    check_paths(options)
     outputs = (options.output, rejects_path(options.output), dead_letters_path(options.output))
     stats = DiagnoseStats()
     with atomic_jsonl_outputs(*outputs) as (records, rejects, dead):
@@ -135,27 +134,19 @@ def diagnose_files(
             (rejects if item.kind == REJECTED else dead).write(item.record)
 
         loop = CurationLoop(
-            options.settings,
+            replace(options.settings, diagnose=settings),
             options.limits,
             write=lambda bundle: _write(bundle, records, stats),
             drop=drop,
             stderr=stderr,
             label=PROG,
         )
-        _add_diagnose_stage(loop, settings)
         counts = loop.run([str(p) for p in options.inputs], "im")
     acc = counts.accounting()
     stats.rejected, stats.dead_lettered = acc["rejected"], acc["dead_lettered"]
     stats.balanced = acc["balanced"]
     stats.accounting_line = counts.render_accounting()
     return stats
-
-
-def _add_diagnose_stage(loop: CurationLoop, settings: DiagnoseSettings) -> None:
-    """The diagnosis runs right after `score`, on the text the agent saw (as TQS V2 does)."""
-    names = [stage.name for stage in loop.stages]
-    stage = Stage(DIAGNOSE_STAGE, transform=partial(diagnose_bundle, settings=settings))
-    loop.stages.insert(names.index("score") + 1, stage)
 
 
 def _write(bundle: Bundle, records: JsonlWriter, stats: DiagnoseStats) -> None:

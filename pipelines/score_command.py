@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
 def score_files(options: ScoreOptions, stderr: TextIO) -> ScoreStats:
     """Score every input record into `options.output`; return the run's stats."""
-    _check_paths(options)
+    check_paths(options)
     outputs = (options.output, rejects_path(options.output), dead_letters_path(options.output))
     stats = ScoreStats()
     with atomic_jsonl_outputs(*outputs) as (records, rejects, dead), _rare_cycle_collection():
@@ -147,7 +147,7 @@ def _rare_cycle_collection() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _check_paths(options: ScoreOptions) -> None:
+def check_paths(options: ScoreOptions) -> None:
     """Fail early (exit 2) on unreadable inputs or an output that would overwrite an input."""
     for path in options.inputs:
         try:

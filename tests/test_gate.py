@@ -131,3 +131,37 @@ def test_gate_on_a_real_pipeline_run(
     assert "FAIL 2026-06-16__12-00-00/hello-world__RMHtDns" in printed
     assert "truncation" in printed
     assert printed.splitlines()[-1].startswith("trajcurate gate: 6 runs, 1 below 0.6")
+
+
+def test_run_diagnose_writes_the_diagnosis_the_gate_then_uses(
+    shared_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run --diagnose` puts `_diagnosis` on every written IM record (the same as diagnosing
+    the plain run's output afterwards), and the gate reads it as written."""
+    job = shared_dir / "data" / "composed" / "jobs" / "2026-06-16__12-00-00"
+    plain, diagnosed = tmp_path / "plain", tmp_path / "diagnosed"
+    base = ["run", "--input", str(job), "--instance-status", "all"]
+    assert main([*base, "--output", str(plain)]) == 0
+    assert main([*base, "--output", str(diagnosed), "--diagnose"]) == 0
+    im = f"{job.name}/im.jsonl"
+    assert main(["diagnose", str(plain / im), "-o", str(tmp_path / "after.jsonl")]) == 0
+    written = read_im(diagnosed / im)
+    assert len(written) == 7 and all(r["meta_info"]["unique_info"]["_diagnosis"] for r in written)
+    after = read_im(tmp_path / "after.jsonl")
+    assert [r["meta_info"]["unique_info"]["_diagnosis"] for r in written] == [
+        r["meta_info"]["unique_info"]["_diagnosis"] for r in after
+    ]
+    capsys.readouterr()
+    assert main(["gate", str(diagnosed), "--min-trajectory-score", "0.6"]) == 1
+    assert "FAIL 2026-06-16__12-00-00/hello-world__RMHtDns" in capsys.readouterr().out
+
+
+def test_run_with_a_bad_diagnose_profile_exits_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = tmp_path / "p.yaml"
+    profile.write_text("claudecode:\n  severities: {loop: fatal}\n")
+    args = ["run", "--input", str(tmp_path), "--output", str(tmp_path / "o"), "--diagnose"]
+    assert main([*args, "--diagnose-profile", str(profile)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--diagnose-profile" in err and len(err.splitlines()) == 1

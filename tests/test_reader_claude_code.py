@@ -105,7 +105,12 @@ def test_hello_load_matches_the_reference_record_and_its_score(
     assert (
         score_record(record, scaffold="claudecode") == stored["meta_info"]["unique_info"]["_score"]
     )
-    assert score_record(record) == stored["meta_info"]["unique_info"]["_score"]  # by the hint
+    # Parity by default: like the reference, the scorer ignores the reader's scaffold hint, so
+    # the prompt-less record scores as the reference scored the same messages (opencode) ...
+    assert score_record(record) == reference["meta_info"]["unique_info"]["_score"]
+    # ... and only `scaffold_hints` scores it as Claude Code, saying so.
+    hinted = {**stored["meta_info"]["unique_info"]["_score"], "scaffold_source": "hint"}
+    assert score_record(record, scaffold_hints=True) == hinted
 
 
 def test_hello_load_native_and_harbor_atif_give_the_same_messages(shared_dir: Path) -> None:

@@ -93,7 +93,8 @@ def test_every_scored_trial_has_one_row_kept_or_rejected(default_run: Path) -> N
         kept = {row["instance_id"]: row for row in rows if row["decision"] == "kept"}
         assert set(kept) == set(mains)
         for instance_id, row in kept.items():  # the scores written are the scores reported
-            assert row["score"] == mains[instance_id]["meta_info"]["unique_info"]["_score"]
+            written = mains[instance_id]["meta_info"]["unique_info"]["_score"]
+            assert row["score"] == {key: written[key] for key in SCORE_KEYS}
             assert list(row["score"]) == list(SCORE_KEYS)
             assert row["resolved"] is True and row["reason"] is None
         rejects = _jsonl(folder / "rejects.jsonl")

@@ -1,6 +1,7 @@
 """The canonical TQS V2 fidelity test: every reference record's stored `_score` comes back.
 
-One test per record of ../shared/data/reference-scored/cases.jsonl, named by `_instance_id`.
+One test per record of ../shared/data/reference-scored/cases.jsonl (the rule probes) and of
+randomized.jsonl (records composed at random from realistic parts), named by `_instance_id`.
 Floats are compared at 4 dp (so -0.0 == 0.0), nulls must be null, everything else exact. A
 mismatch fails with a per-key table of expected vs got.
 """
@@ -17,6 +18,8 @@ from conftest import CASES_RELPATH, SHARED_DIR
 from scorers.tqs_v2 import score_record
 
 EXPECTED_CASES = 335
+EXPECTED_RANDOMIZED = 1539
+RANDOMIZED_RELPATH = CASES_RELPATH.with_name("randomized.jsonl")
 
 
 class _Absent:
@@ -31,12 +34,27 @@ def _instance_id(line: bytes) -> str:
     return str(orjson.loads(line)["meta_info"]["unique_info"]["_instance_id"])
 
 
-def _case_params() -> list[Any]:
-    path = SHARED_DIR / CASES_RELPATH
+def _record_id(line: bytes, seen: dict[str, int]) -> str:
+    """The record's `_instance_id`; a second record of an instance (a subagent) gets `#n`."""
+    instance_id = _instance_id(line)
+    count = seen.get(instance_id, 0)
+    seen[instance_id] = count + 1
+    return f"{instance_id}#{count}" if count else instance_id
+
+
+def _record_params(relpath: Path) -> list[Any]:
+    path = SHARED_DIR / relpath
     if not path.is_file():
         # The `shared_dir` fixture skips this placeholder with a message saying what is missing.
         return [pytest.param(None, id="shared-data-missing")]
-    return [pytest.param(line, id=_instance_id(line)) for line in path.read_bytes().splitlines()]
+    seen: dict[str, int] = {}
+    return [
+        pytest.param(line, id=_record_id(line, seen)) for line in path.read_bytes().splitlines()
+    ]
+
+
+def _case_params() -> list[Any]:
+    return _record_params(CASES_RELPATH)
 
 
 def _same(expected: Any, got: Any) -> bool:
@@ -66,9 +84,7 @@ def format_diff(rows: list[tuple[str, Any, Any]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-@pytest.mark.parametrize("line", _case_params())
-def test_reference_score(line: bytes | None, shared_dir: Path) -> None:
-    assert line is not None, f"{shared_dir / CASES_RELPATH} appeared during the run"
+def _assert_reference_score(line: bytes) -> None:
     record = orjson.loads(line)
     info = record["meta_info"]["unique_info"]
     expected = info["_score"]
@@ -80,6 +96,26 @@ def test_reference_score(line: bytes | None, shared_dir: Path) -> None:
     assert not rows, (
         f"{info['_instance_id']} ({info.get('_instance_metadata')}) differs:\n{format_diff(rows)}"
     )
+
+
+@pytest.mark.parametrize("line", _case_params())
+def test_reference_score(line: bytes | None, shared_dir: Path) -> None:
+    assert line is not None, f"{shared_dir / CASES_RELPATH} appeared during the run"
+    _assert_reference_score(line)
+
+
+@pytest.mark.parametrize("line", _record_params(RANDOMIZED_RELPATH))
+def test_randomized_reference_score(line: bytes | None, shared_dir: Path) -> None:
+    assert line is not None, f"{shared_dir / RANDOMIZED_RELPATH} appeared during the run"
+    _assert_reference_score(line)
+
+
+def test_randomized_file_has_every_record_once(shared_dir: Path) -> None:
+    lines = (shared_dir / RANDOMIZED_RELPATH).read_bytes().splitlines()
+    seen: dict[str, int] = {}
+    ids = [_record_id(line, seen) for line in lines]
+    assert len(ids) == EXPECTED_RANDOMIZED
+    assert len(set(ids)) == EXPECTED_RANDOMIZED
 
 
 def test_reference_file_has_every_case_once(cases_lines: list[bytes]) -> None:

@@ -61,7 +61,10 @@ RUNS = [
     ("python-c", "python -c 'print(1)'", False, True),
     ("python-c-writes", "python -c \"open('f', 'w').write('x')\"", False, False),
     ("node-script", "node check.js", False, True),
-    ("deno-run", "deno run x.ts", False, True),
+    # `node|bun|deno [-opts] x.js`: a subcommand before the script is no run to the reference
+    # (randomized records with `bun run src/index.ts` / `deno run --allow-read …` score TVR 0).
+    ("deno-run", "deno run x.ts", False, False),
+    ("node-opts-script", "node --require ./setup.js src/index.js", False, True),
     ("ruby-e", "ruby -e 'p 1'", False, True),
     ("php-r", "php -r 'echo 1;'", False, True),
     ("go-run", "go run .", False, True),
@@ -128,7 +131,9 @@ WRITES = [
     ("sed-e-then-i", "sed -e 's/a/b/' -i f.txt", ()),
     ("sed-glued-semicolon", "sed -i 's/a/b/' f.py;", ()),
     ("patch-p1", "patch -p1 < fix.diff", ("-p1",)),
-    ("bsd-sed-empty-suffix", "sed -i '' 's/a/b/' f.py", ("'s/a/b/'", "f.py")),
+    # `''` is taken as the script, so the real script is a "file" (quotes dropped, as the
+    # reference drops them from every in-place target: `sed -i 's/a/b/' 'f.py'` edits f.py).
+    ("bsd-sed-empty-suffix", "sed -i '' 's/a/b/' f.py", ("s/a/b/", "f.py")),
     ("tee-first-file-only", "echo x | tee a b", ("a",)),
 ]
 
@@ -175,9 +180,9 @@ TEST_FILES = [
     "spec/support/helper.rb",
     "t/basic.t",
     "t/sub/deep.t",
-    "src/test/resources/a.json",
+    "src/test/java/com/acme/Fixtures.java",
     "repro_notes.md",
-    "reproduce",
+    "/tmp/repro/run.py",
     "verify.sh",
 ]
 NOT_TEST_FILES = [
@@ -189,6 +194,10 @@ NOT_TEST_FILES = [
     "t/x.pl",
     "a.t",
     "README.md",
+    # Not test files to the reference (randomized records pin both): `src/test/` holds test
+    # files only with a code extension, and a repro name needs an extension.
+    "src/test/resources/a.json",
+    "/tmp/reproduce",
 ]
 
 

@@ -20,9 +20,7 @@ from typing import Any
 from scorers import tqs_v2
 from scorers.im import agent_type
 from scorers.im_validity import bundle_problem
-from scorers.tqs_v2 import scaffold_hint
-from scorers.tqs_v2.score import is_subagent, score_trajectory, tool_call_errors
-from scorers.tqs_v2.trajectory import build_trajectory
+from scorers.tqs_v2.score import is_subagent, scored_trajectory, tool_call_errors
 from transforms.cleaning import clean_record, clean_value
 from transforms.redact import redact_bundle
 from transforms.report.rows import Decision, score_row
@@ -99,19 +97,24 @@ def score_bundle(
     bundle: dict[str, Any],
     scaffold: str | None = None,
     gate: GateSettings | None = None,
+    scaffold_hints: bool = False,
 ) -> dict[str, Any]:
     """Set `_score` on every record (None on subagents) and note tool-call error counts.
     With `gate` (a run that writes the sidecar), also build the sidecar row of the first
-    main record from the same trajectory: one pass."""
+    main record from the same trajectory: one pass. `scaffold_hints` scores by the
+    converter's `_instance_metadata.scaffold` (each `_score` then says where its scaffold
+    came from); off, records score as the reference scores them."""
     counts = []
     row: dict[str, Any] | None = None
     for record in bundle["records"]:
+        info = record["meta_info"]["unique_info"]
         if gate is None or row is not None or is_subagent(record):
-            score, calls, errors = tqs_v2.score_and_count(record, scaffold=scaffold)
-            record["meta_info"]["unique_info"]["_score"] = score
+            score, calls, errors = tqs_v2.score_and_count(
+                record, scaffold=scaffold, scaffold_hints=scaffold_hints
+            )
+            info["_score"] = score
         else:  # the row's language and tool errors come from the scorer's trajectory
-            trajectory = build_trajectory(record, scaffold or scaffold_hint(record))
-            record["meta_info"]["unique_info"]["_score"] = score_trajectory(trajectory)
+            info["_score"], trajectory = scored_trajectory(record, scaffold, scaffold_hints)
             calls, errors = tool_call_errors(trajectory)
             row = _open_row(bundle, record, trajectory, gate)
         counts.append([calls, errors])

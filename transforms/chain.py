@@ -26,11 +26,14 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scorers.im import agent_type
 from transforms import bundle_steps as steps
 from transforms.redact import mask_secrets_in_text
+
+if TYPE_CHECKING:
+    from transforms.diagnose_step import DiagnoseSettings
 
 REJECTED = "rejected"
 DEAD_LETTER = "dead_letter"
@@ -142,9 +145,11 @@ class ChainSettings:
     reward_threshold: float = 1.0
     redact: str = "mask"
     scaffold: str | None = None
+    scaffold_hints: bool = False
     min_score: float | None = None
     score_key: str = "composite_score"
     sidecar: bool = False  # build each scored bundle's sidecar row (`trajcurate run`)
+    diagnose: DiagnoseSettings | None = None  # `--diagnose`: the stage after `score`
 
 
 def stages_before_judge(settings: ChainSettings) -> list[Stage]:
@@ -161,9 +166,17 @@ def stages_before_judge(settings: ChainSettings) -> list[Stage]:
     elif settings.redact == "drop":
         stages.append(Stage("redact", check=steps.secrets_problem))
     score = partial(
-        steps.score_bundle, scaffold=settings.scaffold, gate=gate if settings.sidecar else None
+        steps.score_bundle,
+        scaffold=settings.scaffold,
+        gate=gate if settings.sidecar else None,
+        scaffold_hints=settings.scaffold_hints,
     )
     stages.append(Stage("score", transform=score))
+    if settings.diagnose is not None:  # on the text the agent saw, as TQS V2 scores it
+        from transforms.diagnose_step import DIAGNOSE_STAGE, diagnose_bundle
+
+        diagnose = partial(diagnose_bundle, settings=settings.diagnose)
+        stages.append(Stage(DIAGNOSE_STAGE, transform=diagnose))
     stages.append(Stage("clean", transform=steps.clean_bundle))
     stages.append(Stage("gate", check=partial(steps.gate_problem, settings=gate)))
     return stages

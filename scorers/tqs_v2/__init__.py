@@ -4,6 +4,7 @@
 """
 
 from scorers.tqs_v2.score import (
+    SCAFFOLD_SOURCE_KEY,
     SCAFFOLDS,
     SCORE_KEYS,
     SCORER_NAME,
@@ -16,6 +17,7 @@ from scorers.tqs_v2.score import (
 
 __all__ = [
     "SCAFFOLDS",
+    "SCAFFOLD_SOURCE_KEY",
     "SCORER_NAME",
     "SCORER_VERSION",
     "SCORE_KEYS",

@@ -56,10 +56,10 @@ def _intent_class(trajectory: Trajectory, turn_index: int) -> str | None:
     turn = trajectory.turns[turn_index]
     if trajectory.scaffold == "terminus2":
         answer = turn.answer or {}
-        if turn.actions:
-            return "bash"
-        if answer.get("task_complete"):
+        if answer.get("task_complete"):  # a finishing answer is a submit, commands or not
             return "submit"
+        if answer.get("commands"):  # any command, even a blank keystroke, is a bash turn
+            return "bash"
         return None
     for action in turn.actions:
         if action.kind not in ("think", "other"):
@@ -95,18 +95,36 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 
 
 def post_error_diversity(trajectory: Trajectory) -> float | None:
+    """Mean change of strategy after each error observation.
+
+    The action that produced the error (for a Terminus-2 screen shared by several commands,
+    the first of them) is compared with the first action of the next turn that acts: the
+    reference compares strategies between turns, not between parallel calls of one turn, and
+    reads a tool's targets from its first call in the message.
+    """
     actions = trajectory.actions
     scores = []
+    seen: set[int] = set()
     for i, action in enumerate(actions):
-        if action.observation is None or not action.observation.is_error:
+        observation = action.observation
+        if observation is None or not observation.is_error or id(observation) in seen:
             continue
-        if i + 1 >= len(actions):
+        seen.add(id(observation))
+        following = _first_action_after_turn(actions, i)
+        if following is None:
             continue
-        following = actions[i + 1]
         type_changed = 1.0 if following.name != action.name else 0.0
-        overlap = _jaccard(set(action.targets), set(following.targets))
+        overlap = _jaccard(set(action.first_of_tool.targets), set(following.targets))
         scores.append((type_changed + (1.0 - overlap)) / 2)
     return sum(scores) / len(scores) if scores else None
+
+
+def _first_action_after_turn(actions: list[Action], index: int) -> Action | None:
+    turn = actions[index].turn
+    for following_index in range(index + 1, len(actions)):
+        if actions[following_index].turn != turn:
+            return actions[following_index]
+    return None
 
 
 def progressive_scope_narrowing(trajectory: Trajectory) -> float | None:

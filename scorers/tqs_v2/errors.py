@@ -13,11 +13,11 @@ _TOOL_ERROR = RuleSet(
     rule(r"<tool_use_error>", "<tool_use_error>"),
     rule(r"The arguments provided to the tool are invalid", "The arguments provided"),
     rule(r"\[An error occurred during execution\.\]", "[An error occurred"),
-    rule(r"Error validating args [\s\S]*? for tool", "Error validating args"),
+    rule(r"Error validating args.*?for tool", "Error validating args"),
     rule(r"Error executing tool", "Error executing tool"),
     rule(r"\A\s*ERROR:", "ERROR:"),
     rule(r"No replacement was performed", "No replacement was performed"),
-    rule(r"parameter is required for '[^']*' command", "parameter is required for"),
+    rule(r"parameter is required for '?[^'\s]*'? command", "parameter is required for"),
     rule(r"Invalid `[^`]*` parameter", "Invalid `"),
 )
 # Errors that only count on execution tools.
@@ -55,8 +55,13 @@ def has_soft_error(text: str) -> bool:
 
 
 def is_error_observation(text: str, is_execution: bool, is_formal_test: bool) -> bool:
-    """Whether an observation counts as an error (ANSI codes removed first)."""
-    clean = strip_ansi(text)
+    """Whether an observation counts as an error.
+
+    ANSI codes are removed first, and only the outcome scan window (first and last 3000
+    characters) is read: a `FAILED` in the middle of a long build log is no error to the
+    reference.
+    """
+    clean = scan_window(strip_ansi(text))
     if has_tool_error_marker(clean):
         return True
     if not is_execution:
@@ -77,8 +82,10 @@ _FAIL = RuleSet(
     rule(rf"\bexit(?: code)?\s*[:=]\s*-?{_N}", "exit", ignore_case=True),
     rule(r"^(?:FAILED|ERROR) \S", "FAILED ", "ERROR "),
     rule(rf"\b{_N} failed", " failed"),
-    rule(r"^(?:FAIL|ERROR):", "FAIL:", "ERROR:"),
-    rule(r"^--- FAIL:", "--- FAIL:"),
+    rule(r"^(?:FAIL|ERROR): ", "FAIL: ", "ERROR: "),
+    rule(r"--- FAIL:", "--- FAIL:"),
+    rule(r"Result: FAIL", "Result: FAIL"),
+    rule(r"^Failed\s*:\s*\d", "Failed"),
     rule(r"^FAIL\b", "FAIL"),
     rule(r"test result: FAILED", "test result: FAILED"),
     rule(r"^error(?:\[E\d+\])?:", "error"),
@@ -101,7 +108,12 @@ _FAIL = RuleSet(
     rule(r"^FAILURES!", "FAILURES!"),
     rule(rf"\b{_N} failures?\b", " failure"),
     rule(r"fail: [1-9]", "fail: "),
-    rule(r"compilation failed|build failed", "compilation failed", "build failed"),
+    rule(
+        r"compilation failed|build failed",
+        "compilation failed",
+        "build failed",
+        ignore_case=True,
+    ),
 )
 _ZERO_TESTS = rule(
     r"Ran 0 tests|no tests? (?:ran|were found|to run|found)|collected 0 items",
@@ -119,12 +131,17 @@ _PASS = RuleSet(
     rule(r"Tests run: \d+, Failures: 0, Errors: 0", ", Failures: 0, Errors: 0"),
     rule(r"OK \(\d+ tests?\)", "OK ("),
     rule(r"^\[  PASSED  \]", "[  PASSED  ]"),
-    rule(r"\b\d+ passing", " passing"),
-    rule(r"\b\d+ examples?, 0 failures", ", 0 failures"),
+    rule(r"\b[1-9]\d* passing", " passing"),
+    rule(r"\b[1-9]\d* examples?, 0 failures", ", 0 failures"),
     rule(r"Pass: \d+, fail: 0", ", fail: 0"),
-    rule(r"all (?:tests|checks) pass", "all tests pass", "all checks pass", ignore_case=True),
+    rule(
+        r"all (?:tests|checks) pass(?:ed)?\b",
+        "all tests pass",
+        "all checks pass",
+        ignore_case=True,
+    ),
     rule(r"Ran \d+ tests? in [\d.]+s\n\nOK", "\n\nOK"),
-    rule(r"^OK(?: \(skipped=\d+\))?$", "OK"),
+    rule(r"^OK(?: \(skipped=\d+\))?[ \t\r]*$", "OK"),
     rule(r"error count: 0", "error count: 0"),
 )
 _MARKER_LINE = re.compile(

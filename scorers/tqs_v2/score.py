@@ -11,6 +11,7 @@ from scorers.tqs_v2.trajectory import Trajectory, build_trajectory
 
 SCORER_NAME = "tqs-v2"
 SCORER_VERSION = "tqs-v2.0"
+SCAFFOLD_SOURCE_KEY = "scaffold_source"
 SCAFFOLDS = ("claudecode", "opencode", "openhands", "openhands_sdk", "terminus2")
 SCORE_KEYS = (
     "scaffold",
@@ -30,13 +31,15 @@ SCORE_KEYS = (
     "composite_score",
     "reproduce_first",
 )
-# (key, weight, exponent) of the components that enter the composite.
+# (key, weight, exponent) of the components that enter the composite, summed in the order
+# their keys have in `_score` (float addition is not associative: the reference's order
+# decides the 4th decimal of exact ties such as 0.67685).
 _WEIGHTED = (
+    ("dpi_score", 0.07, 3),
     ("sub_score", 0.33, 1),
+    ("fec_score", 0.10, 5),
     ("stp_score", 0.27, 1),
     ("tvr_score", 0.23, 1),
-    ("fec_score", 0.10, 5),
-    ("dpi_score", 0.07, 3),
 )
 
 
@@ -49,8 +52,9 @@ def is_subagent(record: Mapping[str, Any]) -> bool:
 def scaffold_hint(record: Mapping[str, Any]) -> str | None:
     """The scaffold a reader recorded from the agent's identity (`_instance_metadata.scaffold`).
 
-    Converters know which agent wrote a trajectory; that beats guessing from tool names
-    (Claude Code's ATIF, for one, carries no system prompt to tell it from OpenCode).
+    Converters know which agent wrote a trajectory (Claude Code's ATIF, for one, carries no
+    system prompt to tell it from OpenCode), but the reference scorer never reads it: it is
+    used only when scoring with `scaffold_hints`, an explicit and recorded variant.
     """
     meta = record.get("meta_info")
     info = meta.get("unique_info") if isinstance(meta, dict) else None
@@ -115,29 +119,74 @@ def score_trajectory(trajectory: Trajectory) -> dict[str, Any]:
     }
 
 
-def score_record(record: Mapping[str, Any], scaffold: str | None = None) -> dict[str, Any] | None:
+def _chosen_scaffold(
+    record: Mapping[str, Any], scaffold: str | None, scaffold_hints: bool
+) -> tuple[str | None, str]:
+    """(scaffold to force or None to detect, where it came from: given / hint / detected).
+
+    Parity with the reference is the default: it never reads the converter's hint, so the
+    hint is used only when asked for (`--scaffold-hints`), and then the output says so.
+    """
+    if scaffold:
+        return scaffold, "given"
+    hint = scaffold_hint(record) if scaffold_hints else None
+    return (hint, "hint") if hint else (None, "detected")
+
+
+def _build(
+    record: Mapping[str, Any], scaffold: str | None, scaffold_hints: bool
+) -> tuple[Trajectory, str]:
+    chosen, source = _chosen_scaffold(record, scaffold, scaffold_hints)
+    return build_trajectory(record, chosen), source
+
+
+def _marked(score: dict[str, Any], scaffold_hints: bool, source: str) -> dict[str, Any]:
+    """With hints on, every `_score` names its scaffold's source (`SCAFFOLD_SOURCE_KEY`)."""
+    if scaffold_hints:
+        score[SCAFFOLD_SOURCE_KEY] = source
+    return score
+
+
+def score_record(
+    record: Mapping[str, Any], scaffold: str | None = None, scaffold_hints: bool = False
+) -> dict[str, Any] | None:
     """The `_score` dict of a main-agent record; None for a subagent record.
 
-    The scaffold is, in order: the one given, the record's own hint, detection by tools.
+    The scaffold is the one given, else (only with `scaffold_hints`) the record's own hint,
+    else detected from the record as the reference does.
     """
     if is_subagent(record):
         return None
-    return score_trajectory(build_trajectory(record, scaffold or scaffold_hint(record)))
+    trajectory, source = _build(record, scaffold, scaffold_hints)
+    return _marked(score_trajectory(trajectory), scaffold_hints, source)
+
+
+def scored_trajectory(
+    record: Mapping[str, Any], scaffold: str | None = None, scaffold_hints: bool = False
+) -> tuple[dict[str, Any], Trajectory]:
+    """`score_record` of a main-agent record, with the trajectory it was scored from (for
+    callers that read more from the same pass, e.g. the report's sidecar row)."""
+    trajectory, source = _build(record, scaffold, scaffold_hints)
+    return _marked(score_trajectory(trajectory), scaffold_hints, source), trajectory
 
 
 def count_tool_call_errors(
-    record: Mapping[str, Any], scaffold: str | None = None
+    record: Mapping[str, Any], scaffold: str | None = None, scaffold_hints: bool = False
 ) -> tuple[int, int]:
     """(tool calls, erroneous tool calls) of one record, subagents included (§13)."""
-    return tool_call_errors(build_trajectory(record, scaffold or scaffold_hint(record)))
+    return tool_call_errors(_build(record, scaffold, scaffold_hints)[0])
 
 
 def score_and_count(
-    record: Mapping[str, Any], scaffold: str | None = None
+    record: Mapping[str, Any], scaffold: str | None = None, scaffold_hints: bool = False
 ) -> tuple[dict[str, Any] | None, int, int]:
     """`score_record` and `count_tool_call_errors` from one pass over the record."""
-    trajectory = build_trajectory(record, scaffold or scaffold_hint(record))
-    score = None if is_subagent(record) else score_trajectory(trajectory)
+    trajectory, source = _build(record, scaffold, scaffold_hints)
+    score = (
+        None
+        if is_subagent(record)
+        else _marked(score_trajectory(trajectory), scaffold_hints, source)
+    )
     return (score, *tool_call_errors(trajectory))
 
 
@@ -152,6 +201,11 @@ def tool_call_errors(trajectory: Trajectory) -> tuple[int, int]:
             observation = turn.actions[0].observation
             errors += 1 if observation is not None and observation.is_error else 0
         return calls, errors
-    calls = sum(1 for a in trajectory.actions if a.observation is not None)
-    errors = sum(1 for a in trajectory.actions if a.observation and a.observation.is_error)
+    # Every call that got an observation, nameless ones included (they are no scored action).
+    calls = errors = 0
+    for turn in trajectory.turns:
+        for action in turn.actions:
+            if action.observation is not None:
+                calls += 1
+                errors += int(action.observation.is_error)
     return calls, errors

@@ -13,7 +13,6 @@ _SKIP_HEADS = frozenset(
 _WRAPPERS = frozenset("sudo env time nohup exec timeout stdbuf".split())
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _DURATION = re.compile(r"^\d+(?:\.\d+)?[smhd]?$")
-_OPTIONS_WITH_VALUE = frozenset({"-s", "-k", "--signal", "--kill-after", "-u", "-g", "-C"})
 
 _FORMAL = re.compile(
     "|".join(
@@ -29,7 +28,7 @@ _FORMAL = re.compile(
             r"gtest_filter",
             r"\bmake\s+(?:test|check)\b",
             r"\bcmake\s+--build\s+\S+\s+--target\s+(?:test|check)\b",
-            r"\bmvnw?\b[^\n]{0,200}?(?<![\w-])(?:test|verify|surefire:test|integration-test)\b",
+            r"\bmvnw?\b[^\n]{0,200}?(?<!\w)(?:test|verify|surefire:test|integration-test)\b",
             r"\bsbt\b[^\n]*?\b(?:test|testOnly|testQuick|it:test)\b",
             r"\b(?:jest|mocha|vitest)\b",
             r"\b(?:npm|yarn|pnpm)\s+(?:run\s+)?test\b",
@@ -39,7 +38,8 @@ _FORMAL = re.compile(
             r"PlenaryBusted",
             r"\./\S*(?:_test|test_)",
         ]
-    )
+    ),
+    re.IGNORECASE,
 )
 _GRADLE = re.compile(r"\bgradlew?\b(.*)")
 _TESTISH = re.compile(r"[Tt]est")
@@ -51,43 +51,45 @@ _CODE_EXT = (
 _VERIFY = re.compile(
     "|".join(
         [
-            rf"(?:repro|verify|smoke)\S*\.{_CODE_EXT}\b",
+            rf"(?:repro|verify|smoke|run_tests?)\S*\.{_CODE_EXT}\b",
             r"\bpython[\d.]*\s+-c\b",
             r"\bpython[\d.]*\s+(?:-\S+\s+)*\S+\.py\b",
-            r"\b(?:node|bun|deno)\s+(?:\S+\s+)*?\S+\.(?:js|ts|mjs|cjs|jsx|tsx)\b",
-            r"\b(?:node|deno)\s+-e\b",
+            r"\b(?:node|bun|deno)\s+(?:-\S+\s+)*\S+\.(?:js|ts|mjs|cjs|jsx|tsx|mts|cts)\b",
+            r"\b(?:node|deno)\s+(?:-e|--eval)\b",
             r"\b(?:ruby|perl)\s+-e\b",
             r"\bphp\s+-r\b",
-            r"\b(?:ruby|php|perl|Rscript)\s+\S+\.\w+",
+            r"\b(?:ruby|php|perl|Rscript)\s+(?:-\S+\s+)*\S+\.\w+",
             r"\bR\s+-e\b",
             r"\b(?:go|cargo|swift|dotnet|mix|lein)\s+run\b",
-            r"\b(?:elixir|iex)\s+\S+\.exs\b",
-            r"\bclj\s+-[eMX]\b",
+            r"\b(?:elixir|iex)\s+\S+\.exs?\b",
+            r"\b(?:clj|clojure)\s+-[eMX]\b",
             r"\bjava\s+-jar\b",
-            r"\bjava\s+[A-Z]\w*",
+            r"(?<![\w/.-])java\b[^\n]*?\b[A-Z]\w*",
             r"\b(?:bazel|blaze)\s+test\b",
             r"\b(?:phpunit|rspec|tox)\b",
             r"\./\S*(?:_test|test_|repro|verify|smoke)",
             r"\./\S+\.(?:sh|out|bin|exe)\b",
         ]
-    )
+    ),
+    re.IGNORECASE,
 )
 _NOT_VERIFY = re.compile(
     "|".join(
         [
             r"\b(?:pip3?|uv\s+pip|conda|apt|apt-get|yum|brew)\s+install\b",
             r"\b(?:npm|yarn|pnpm)\s+(?:install|i|ci|add)\b",
-            r"\bsetup\.py\s+(?:install|build|develop|egg_info|sdist|bdist\w*)",
+            r"\bsetup\.py\s+(?:install|build|develop|egg_info|sdist|bdist\w*)\b",
             r"\bmanage\.py\s+(?:runserver|migrate|makemigrations|collectstatic|shell|startapp"
             r"|startproject)\b",
             r"\b(?:npm|yarn|pnpm)\s+(?:run\s+)?(?:dev|start|build|watch|serve|lint|format)\b",
             r"\bcargo\s+(?:build|check|fmt|clippy|install)\b",
             r"\bgo\s+(?:build|install|mod|vet|fmt)\b",
         ]
-    )
+    ),
+    re.IGNORECASE,
 )
 _PYTHON_C_WRITE = re.compile(
-    r"\bpython[\d.]*\s+-c\b.*(?:open\([^)]*['\"][wa]b?\+?['\"]|\.write)", re.DOTALL
+    r"\bpython[\d.]*\s+-c\b.*(?:open\([^)]*['\"][wa]b?\+?['\"]|\.write\()", re.DOTALL
 )
 
 
@@ -131,9 +133,6 @@ def head_command(segment: str) -> str:
     while index < len(tokens) and tokens[index] in _WRAPPERS:
         wrapper = tokens[index]
         index += 1
-        while index < len(tokens) and tokens[index].startswith("-"):
-            takes_value = tokens[index] in _OPTIONS_WITH_VALUE
-            index += 2 if takes_value else 1
         if wrapper == "timeout" and index < len(tokens) and _DURATION.match(tokens[index]):
             index += 1
     if index >= len(tokens):
@@ -146,11 +145,11 @@ def _is_formal_segment(segment: str) -> bool:
         return True
     gradle = _GRADLE.search(segment)
     if gradle:
-        previous = ""
         for token in gradle.group(1).split():
-            if _TESTISH.search(token) and previous != "-x":
+            if token == "-x":
+                return False  # an excluded task anywhere before the test task: not a run
+            if _TESTISH.search(token):
                 return True
-            previous = token
     return False
 
 

@@ -14,20 +14,21 @@ _BY_NAME = re.compile(
         [
             r"^conftest\.py$",
             rf"^test_.*\.{_EXT}$",
-            rf"_(?:test|tests|spec)\.{_EXT}$",
-            r"\.(?:test|spec)\.(?:js|jsx|ts|tsx|mjs|cjs)$",
+            rf"._(?:test|tests|spec)\.{_EXT}$",
+            r"\.(?:test|spec)\.(?:js|jsx|ts|tsx|mjs|cjs|mts|cts)$",
+            r"IT\.java$",
         ]
     ),
     re.IGNORECASE,
 )
-_CAMEL_CASE = re.compile(rf"(?:Test|Tests|Spec)\.{_EXT}$|IT\.java$")
+_CAMEL_CASE = re.compile(rf"^[A-Z]\w*(?:Test|Tests|Spec)\.{_EXT}$")
 _BY_DIRECTORY = re.compile(
     rf"(?:^|/)(?:test|tests|__tests__|spec|specs|testing)/(?:.*/)?[^/]+\.{_EXT}$"
     rf"|(?:^|/)t/(?:.*/)?[^/]+\.t$"
-    rf"|(?:^|/)src/(?:test|integrationTest|androidTest)/",
+    rf"|(?:^|/)src/(?:test|integrationTest|androidTest)/(?:.*/)?[^/]+\.{_EXT}$",
     re.IGNORECASE,
 )
-_REPRO = re.compile(r"(?:reproduce|repro|verify|smoke)[^/]*$", re.IGNORECASE)
+_REPRO = re.compile(r"(?:reproduce|repro|verify|smoke)\S*\.\w+$", re.IGNORECASE)
 
 
 @lru_cache(maxsize=8192)
@@ -37,5 +38,5 @@ def is_test_file(path: str) -> bool:
         _BY_NAME.search(name)
         or _CAMEL_CASE.search(name)
         or _BY_DIRECTORY.search(path)
-        or _REPRO.search(name)
+        or _REPRO.search(path)
     )

@@ -27,6 +27,9 @@ EDITOR_ONLY_KEYS = frozenset({"old_str", "new_str", "file_text", "view_range", "
 NON_EXEC_KEYS = frozenset({"task_list", "thought", "task_completed"})
 _NOT_EXECUTION_KEYS = EDITOR_ONLY_KEYS | NON_EXEC_KEYS
 COMMAND_KEYS = ("command", "cmd", "keystrokes")
+# What a call runs: a shell command, or an IPython-style tool's code (`!pytest -q` in it is a
+# formal test run to the reference, as in a shell).
+SHELL_TEXT_KEYS = (*COMMAND_KEYS, "code")
 PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "notebookPath")
 
 
@@ -99,7 +102,7 @@ def is_execution_call(name: str, args: dict[str, Any]) -> bool:
 
 
 def shell_text(args: dict[str, Any]) -> str:
-    for key in COMMAND_KEYS:
+    for key in SHELL_TEXT_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value:
             return value
@@ -128,12 +131,13 @@ def is_editor_write(name: str, args: dict[str, Any]) -> bool:
 _KIND_BY_NAME = {
     "think": "think",
     "finish": "submit",
-    "submit": "submit",
     "grep": "search",
     "glob": "search",
     "find": "search",
     "search": "search",
+    "websearch": "search",
     "read": "read",
+    "webfetch": "read",
     "view": "read",
     "edit": "write",
     "write": "write",
@@ -146,13 +150,17 @@ _KIND_BY_NAME = {
 ACTION_KINDS = ("think", "submit", "bash", "search", "read", "write", "other")
 
 
-def action_kind(name: str, args: dict[str, Any]) -> str:
-    """think / submit / bash / search / read / write / other, for IAC, PED and TTE."""
+def action_kind(name: str, args: dict[str, Any], by_arguments: bool = True) -> str:
+    """think / submit / bash / search / read / write / other, for IAC, PED and TTE.
+
+    A renamed tool that runs a command (`run_command {cmd}`) is `bash`, as the reference
+    types it; a Terminus-2 command (`by_arguments` False) is typed by its first word alone.
+    """
     if name in EDITOR_NAMES:
         return "write" if _subcommand(args) in EDITOR_WRITE_COMMANDS else "read"
     kind = _KIND_BY_NAME.get(name)
     if kind:
         return kind
-    if name in EXECUTION_NAMES:
+    if name in EXECUTION_NAMES or (by_arguments and is_execution_call(name, args)):
         return "bash"
     return "other"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -31,6 +32,8 @@ class Action:
         "args",
         "command",
         "editor_paths",
+        "editor_write",
+        "first_of_tool",
         "is_execution",
         "is_formal_test",
         "kind",
@@ -53,6 +56,7 @@ class Action:
         editor_paths: tuple[str, ...] = (),
         shell_paths: tuple[str, ...] = (),
         targets: tuple[str, ...] = (),
+        editor_write: bool = False,
     ) -> None:
         self.turn = turn
         self.name = name
@@ -64,11 +68,15 @@ class Action:
         self.editor_paths = editor_paths
         self.shell_paths = shell_paths
         self.targets = targets
+        self.editor_write = editor_write
         self.observation: Observation | None = None
+        # The first call of the same tool in the same message (itself if it is the first).
+        self.first_of_tool: Action = self
 
     @property
     def is_write(self) -> bool:
-        return bool(self.editor_paths or self.shell_paths)
+        """An editor write (even one naming no file, like SWE-agent's `edit`) or a shell write."""
+        return self.editor_write or bool(self.shell_paths)
 
     @property
     def succeeded(self) -> bool:
@@ -136,8 +144,17 @@ def _parse_arguments(raw: Any) -> dict[str, Any]:
     return {}
 
 
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
+
+
 def parse_terminus_answer(content: str) -> dict[str, Any] | None:
-    """A Terminus-2 answer is a JSON object; anything else is unparseable."""
+    """A Terminus-2 answer is a JSON object; anything else is unparseable.
+
+    `<think>…</think>` blocks are removed first; any other text before the object (a
+    sentence, a ```json fence) leaves the answer unparseable, as in the reference.
+    """
+    if "<think>" in content:
+        content = _THINK_BLOCK.sub("", content)
     text = content.strip()
     if not text.startswith("{"):
         return None
@@ -168,17 +185,30 @@ def _shell_write_paths(command: str) -> tuple[str, ...]:
     return tuple(map(normalise_path, shell_write_targets(command))) if command else _NO_PATHS
 
 
-def _make_action(turn: int, name: str, args: dict[str, Any]) -> Action:
+def _make_action(turn: int, name: str, args: dict[str, Any], terminus: bool = False) -> Action:
     path = _one_path(args)
-    editor_paths = path if T.is_editor_write(name, args) else _NO_PATHS
-    kind = T.action_kind(name, args)
+    editor_write = T.is_editor_write(name, args)
+    editor_paths = path if editor_write else _NO_PATHS
+    kind = T.action_kind(name, args, by_arguments=not terminus)
     if not T.is_execution_call(name, args):
-        return Action(turn, name, args, kind, "", False, False, editor_paths, _NO_PATHS, path)
+        return Action(
+            turn, name, args, kind, "", False, False, editor_paths, _NO_PATHS, path, editor_write
+        )
     command = T.shell_text(args)
     shell_paths = _shell_write_paths(command)
     formal = bool(command) and is_formal_test(command)
     return Action(
-        turn, name, args, kind, command, True, formal, editor_paths, shell_paths, shell_paths
+        turn,
+        name,
+        args,
+        kind,
+        command,
+        True,
+        formal,
+        editor_paths,
+        shell_paths,
+        shell_paths,
+        editor_write,
     )
 
 
@@ -211,7 +241,10 @@ def build_tool_trajectory(
                 name = names.get(raw_name) or raw_name.lower()
                 action = _make_action(turn.index, name, _parse_arguments(function.get("arguments")))
                 turn.actions.append(action)
-            actions.extend(turn.actions)
+            _look_up_tools_once(turn.actions)
+            # A nameless call is no tool call (§14.15): it still takes its tool message, but
+            # it is no action for the kinds (TTE), PED, loops or edits.
+            actions.extend(a for a in turn.actions if a.name)
             pending = list(turn.actions)
             turns.append(turn)
         elif role == "tool":
@@ -228,6 +261,16 @@ def build_tool_trajectory(
         else:
             pending = []
     return Trajectory(scaffold, messages, turns, actions, observations, total_calls)
+
+
+def _look_up_tools_once(actions: list[Action]) -> None:
+    """Within one message the reference looks a tool up once, by its first call: a `view`
+    after a `str_replace` of the same editor in one message is a write for TTE/IAC, and PED
+    compares the first call's targets. Edits (FEC, DPI, SCP) still use every call's own."""
+    first: dict[str, Action] = {}
+    for action in actions:
+        action.first_of_tool = first.setdefault(action.name, action)
+        action.kind = action.first_of_tool.kind
 
 
 def build_terminus_trajectory(messages: list[dict[str, Any]]) -> Trajectory:
@@ -247,10 +290,12 @@ def build_terminus_trajectory(messages: list[dict[str, Any]]) -> Trajectory:
             commands = turn.answer.get("commands") if turn.answer else None
             for command in commands if isinstance(commands, list) else []:
                 keys = command.get("keystrokes") if isinstance(command, dict) else None
-                if not isinstance(keys, str) or not keys:
-                    continue
+                if not isinstance(keys, str) or not keys.strip():
+                    continue  # blank keystrokes (a bare Enter or space) are no command
                 total_calls += 1
-                action = _make_action(turn.index, _first_token(keys), {"keystrokes": keys})
+                action = _make_action(
+                    turn.index, _first_token(keys), {"keystrokes": keys}, terminus=True
+                )
                 turn.actions.append(action)
             actions.extend(turn.actions)
             turns.append(turn)

@@ -138,6 +138,11 @@ SCORE = Field(
         ),
         _f("composite_score", "the TQS V2 composite"),
         _f("reproduce_first", "1.0 when the agent reproduced the problem before editing"),
+        _s(
+            "scaffold_source",
+            "with --scaffold-hints: where the scaffold came from (given, hint, detected)",
+            nullable=True,
+        ),
     ),
 )
 
@@ -487,12 +492,12 @@ IM_SCHEMA = Field(
 
 _LF_METADATA = (
     SCORE,
-    CURRICULUM,
     _s("_instance_id", "the trial: main and subagent records share it"),
     _s("_agent_type", "main or subagent"),
     Field("_gen_params", JSON, True, "generation parameters, JSON text"),
     USAGE,
     Field("_instance_metadata", JSON, True, "IM `_instance_metadata`, JSON text"),
+    CURRICULUM,  # after formats.md §5's columns: a trajcurate addition (--curriculum)
 )
 
 LF_SCHEMA = Field(
