@@ -25,11 +25,13 @@ $(STAMP): pyproject.toml $(NATIVE_SOURCES)
 demo: venv
 	rm -rf $(DEMO)
 	$(BIN)/trajcurate synth --out $(DEMO)/jobs --jobs 2 --trials 150 --seed 1
-	$(BIN)/trajcurate run --input $(DEMO)/jobs --output $(DEMO)/curated
+	$(BIN)/trajcurate run --input $(DEMO)/jobs --output $(DEMO)/curated --report
 	@echo
 	@echo "synthetic Harbor jobs: $(DEMO)/jobs"
 	@echo "curated outputs:       $(DEMO)/curated/<job>/ (im.jsonl, lf.json, lf.stats.json,"
-	@echo "                       dataset_info.json, rejects.jsonl, dead_letter.jsonl, manifest.json)"
+	@echo "                       dataset_info.json, scores.jsonl, rejects.jsonl, dead_letter.jsonl,"
+	@echo "                       manifest.json)"
+	@echo "report:                $(DEMO)/curated/report/index.html (open it in a browser)"
 
 lint: venv
 	$(BIN)/ruff check .
