@@ -20,18 +20,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pipelines.chain_options import ConfigError, add_chain_arguments, chain_settings, read_limits
-from pipelines.curate_loop import CurationLoop
 from pipelines.diagnose_options import DIAGNOSE_PROFILE, diagnose_settings
 from pipelines.outputs import (
-    CommandError,
-    atomic_jsonl_outputs,
     dead_letters_path,
     rejects_path,
     run_reporting_errors,
 )
-from pipelines.score_command import SCORE_OPTIONS, ScoreOptions, check_paths
+from pipelines.score_command import SCORE_OPTIONS, ScoreOptions, curate_im_files
 from scorers.im import agent_type
-from transforms.chain import REJECTED, Bundle, Drop
+from transforms.chain import Bundle
 from transforms.diagnose_step import DiagnoseSettings
 from transforms.jsonl import JsonlWriter
 from transforms.sinks.schema import conform_im_record
@@ -122,26 +119,11 @@ def diagnose_files(
     options: ScoreOptions, settings: DiagnoseSettings, stderr: TextIO | None
 ) -> DiagnoseStats:
     """Diagnose every input record into `options.output`; return the run's stats."""
-    check_paths(options)
-    outputs = (options.output, rejects_path(options.output), dead_letters_path(options.output))
     stats = DiagnoseStats()
-    with atomic_jsonl_outputs(*outputs) as (records, rejects, dead):
-
-        def drop(item: Drop) -> None:
-            if options.strict:
-                what = item.record.get("reason") or item.record.get("error")
-                raise CommandError(f"{what} (--strict)", exit_code=1)
-            (rejects if item.kind == REJECTED else dead).write(item.record)
-
-        loop = CurationLoop(
-            replace(options.settings, diagnose=settings),
-            options.limits,
-            write=lambda bundle: _write(bundle, records, stats),
-            drop=drop,
-            stderr=stderr,
-            label=PROG,
-        )
-        counts = loop.run([str(p) for p in options.inputs], "im")
+    with_diagnosis = replace(options, settings=replace(options.settings, diagnose=settings))
+    counts = curate_im_files(
+        with_diagnosis, lambda bundle, records: _write(bundle, records, stats), PROG, stderr
+    )
     acc = counts.accounting()
     stats.rejected, stats.dead_lettered = acc["rejected"], acc["dead_lettered"]
     stats.balanced = acc["balanced"]

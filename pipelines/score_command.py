@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +30,7 @@ from pipelines.chain_options import (
     chain_settings,
     read_limits,
 )
-from pipelines.curate_loop import CurationLoop
+from pipelines.curate_loop import CurationLoop, LoopCounts
 from pipelines.outputs import (
     CommandError,
     atomic_jsonl_outputs,
@@ -95,9 +95,28 @@ def run(args: argparse.Namespace) -> int:
 
 def score_files(options: ScoreOptions, stderr: TextIO) -> ScoreStats:
     """Score every input record into `options.output`; return the run's stats."""
+    stats = ScoreStats()
+    counts = curate_im_files(options, lambda b, records: _write(b, records, stats), PROG, stderr)
+    acc = counts.accounting()
+    stats.rejected, stats.dead_lettered = acc["rejected"], acc["dead_lettered"]
+    stats.balanced = acc["balanced"]
+    stats.drops = {**counts.drops_by_stage("rejected"), **counts.drops_by_stage("dead_letter")}
+    stats.accounting_line = counts.render_accounting()
+    return stats
+
+
+def curate_im_files(
+    options: ScoreOptions,
+    write: Callable[[Bundle, JsonlWriter], None],
+    label: str,
+    stderr: TextIO | None,
+) -> LoopCounts:
+    """The plain loop of the IM-file commands (`score`, `diagnose`): the chain of
+    `options.settings` over every input, kept bundles to `write`, drops to the rejects and
+    dead-letter files (or exit 1 with `--strict`), all published only when the run completes.
+    Returns the loop's counts."""
     check_paths(options)
     outputs = (options.output, rejects_path(options.output), dead_letters_path(options.output))
-    stats = ScoreStats()
     with atomic_jsonl_outputs(*outputs) as (records, rejects, dead), _rare_cycle_collection():
 
         def drop(item: Drop) -> None:
@@ -109,18 +128,12 @@ def score_files(options: ScoreOptions, stderr: TextIO) -> ScoreStats:
         loop = CurationLoop(
             options.settings,
             options.limits,
-            write=lambda bundle: _write(bundle, records, stats),
+            write=lambda bundle: write(bundle, records),
             drop=drop,
             stderr=stderr,
-            label=PROG,
+            label=label,
         )
-        counts = loop.run([str(p) for p in options.inputs], "im")
-    acc = counts.accounting()
-    stats.rejected, stats.dead_lettered = acc["rejected"], acc["dead_lettered"]
-    stats.balanced = acc["balanced"]
-    stats.drops = {**counts.drops_by_stage("rejected"), **counts.drops_by_stage("dead_letter")}
-    stats.accounting_line = counts.render_accounting()
-    return stats
+        return loop.run([str(p) for p in options.inputs], "im")
 
 
 def _write(bundle: Bundle, records: JsonlWriter, stats: ScoreStats) -> None:
