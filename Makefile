@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml $(NATIVE_SOURCES)
 demo: venv
 	rm -rf $(DEMO)
 	$(BIN)/trajcurate synth --out $(DEMO)/jobs --jobs 2 --trials 150 --seed 1
-	$(BIN)/trajcurate run --input $(DEMO)/jobs --output $(DEMO)/curated --report
+	$(BIN)/trajcurate run --input $(DEMO)/jobs --output $(DEMO)/curated --diagnose --report
 	@echo
 	@echo "synthetic Harbor jobs: $(DEMO)/jobs"
 	@echo "curated outputs:       $(DEMO)/curated/<job>/ (im.jsonl, lf.json, lf.stats.json,"

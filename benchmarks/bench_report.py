@@ -38,6 +38,14 @@ AGENTS = {
 }
 MODELS = ("model-a", "model-b", "model-c", "model-d", "model-e", "model-f")
 LANGUAGES = ("python", "go", "rust", "typescript", "java", "ruby", "c++", "javascript")
+DETECTORS = (
+    ("loop", "high"),
+    ("repeated_error", "medium"),
+    ("truncation", "high"),
+    ("unverified_finish", "medium"),
+    ("no_successful_write", "high"),
+    ("task_failure", "high"),
+)
 ERRORS = [
     (tool, f"{kind} error number <n> in <path>")
     for tool in ("bash", "edit", "read")
@@ -87,6 +95,21 @@ def _template(root: Path) -> dict[str, Any]:
     return min(mains, key=lambda r: len(orjson.dumps(r)))
 
 
+def _diagnosis(rng: random.Random, resolved: bool) -> dict[str, Any]:
+    """A `run --diagnose` sidecar diagnosis: each detector fires more on unresolved trials."""
+    fired = [
+        [name, severity, round(rng.uniform(0.6, 1.0), 2)]
+        for name, severity in DETECTORS
+        if rng.random() < (0.05 if resolved else 0.2)
+    ]
+    penalty = max((c * 0.6 for _, _, c in fired), default=0.0)
+    return {
+        "trajectory_score": round(1 - penalty, 4),
+        "task_completion_score": 1.0 if resolved else round(rng.uniform(0.4, 1.0), 4),
+        "detections": fired,
+    }
+
+
 def _row(rng: random.Random, job: str, index: int, tasks: int) -> dict[str, Any]:
     scaffold = rng.choice(SCAFFOLDS)
     task = f"task-{rng.randrange(tasks):04d}"
@@ -119,6 +142,7 @@ def _row(rng: random.Random, job: str, index: int, tasks: int) -> dict[str, Any]
         "turns": score["assistant_turns"],
         "score": score,
         "judges": None,
+        "diagnosis": _diagnosis(rng, resolved),
         "decision": "kept" if kept else "rejected",
         "reason": None if kept else f"best main-agent composite_score below {MIN_SCORE}",
         "tool_errors": errors,

@@ -2,7 +2,8 @@
 
 Builds the report of a small synthetic run (`trajcurate synth` + two `trajcurate run`s and
 the sidecars, as the tests make it), opens it in headless Chromium through Playwright and
-captures each section (cut to `--max-height` pixels) and the viewer on a low-score example.
+captures each section (cut to `--max-height` pixels), the viewer on a low-score example and
+on an example whose diagnosis cites messages.
 
     .venv/bin/python benchmarks/report_screenshots.py [--out docs]
 """
@@ -14,6 +15,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import sync_playwright
 
@@ -59,8 +61,23 @@ def main() -> int:
             path = args.out / "report-viewer.png"
             page.screenshot(path=str(path))
             print(path)
+            page.locator("#viewer-close").click()
+            _diagnosed_example(page, args.out / "report-viewer-diagnosis.png")
             browser.close()
     return 0
+
+
+def _diagnosed_example(page: Any, path: Path) -> None:
+    """The viewer on an example whose detections cite messages, at its diagnosis."""
+    buttons = page.locator("#diagnosis button.example")
+    for index in range(buttons.count()):
+        buttons.nth(index).click()
+        if page.locator("#viewer-body .diagnosis a.jump").count():
+            page.locator("#viewer-body .diagnosis").scroll_into_view_if_needed()
+            page.screenshot(path=str(path))
+            print(path)
+            return
+        page.locator("#viewer-close").click()
 
 
 if __name__ == "__main__":

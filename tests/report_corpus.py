@@ -1,12 +1,12 @@
 """A run's output with `scores.jsonl` sidecars, made without the pipeline writing them.
 
-`trajcurate run --instance-status all` keeps every scored bundle, so its `im.jsonl` holds a
-scored main record of each; a second run of the same jobs with `--min-score` decides which of
-them are kept (in its `im.jsonl`) and why the others were rejected (its `rejects.jsonl`).
-`write_sidecars` builds each job's rows with `score_row` from the first run and the fates
-from the second, and writes them into the second run's job folders, where the report reads
-them (so the viewer finds the kept trajectories and shows "not in the curated output" for
-the rejected ones).
+`trajcurate run --instance-status all --diagnose` keeps every scored bundle, so its
+`im.jsonl` holds a scored and diagnosed main record of each; a second run of the same jobs
+with `--min-score` (and `--diagnose`) decides which of them are kept (in its `im.jsonl`) and
+why the others were rejected (its `rejects.jsonl`). `write_sidecars` builds each job's rows
+with `score_row` from the first run and the fates from the second, and writes them into the
+second run's job folders, where the report reads them (so the viewer finds the kept
+trajectories and shows "not in the curated output" for the rejected ones).
 """
 
 from __future__ import annotations
@@ -94,6 +94,7 @@ def make_run(
                 str(root / "all"),
                 "--instance-status",
                 "all",
+                "--diagnose",
                 *flags,
             ]
         )
@@ -111,6 +112,7 @@ def make_run(
                 "all",
                 "--min-score",
                 str(min_score),
+                "--diagnose",
                 *flags,
             ]
         )

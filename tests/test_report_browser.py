@@ -120,3 +120,35 @@ def test_viewer_opens_a_low_score_example(page: tuple[Any, list[str], list[str]]
             break
     assert opened_one_with_messages
     assert problems == []
+
+
+def test_diagnosis_shows_detector_rates_and_evidence_links(
+    page: tuple[Any, list[str], list[str]],
+) -> None:
+    tab, problems, _ = page
+    rows = tab.locator("#diagnosis table.detectors tbody tr")
+    assert rows.count() >= 3
+    assert tab.locator("#diagnosis svg.chart").count() >= 3  # two score histograms, the rates
+    # The per-segment table follows the select.
+    tab.select_option("#diagnosis select[data-select='dim']", "model")
+    shown = tab.locator("#diagnosis .chart-box:not([hidden])")
+    assert shown.count() == 1 and shown.get_attribute("data-dim") == "model"
+    # An example whose detections cite messages: the link scrolls to the cited message.
+    buttons = tab.locator("#diagnosis button.example")
+    followed = False
+    for index in range(buttons.count()):
+        buttons.nth(index).click()
+        links = tab.locator("#viewer-body .diagnosis a.jump")
+        if links.count():
+            assert tab.locator("#viewer-body .diagnosis").inner_text().startswith("Diagnosis")
+            label = links.last.inner_text()  # "#12"
+            links.last.click()
+            target = tab.locator(f"#viewer-body #m-{label.lstrip('#')}")
+            assert target.is_visible() and "flash" in (target.get_attribute("class") or "")
+            assert target.locator(".msg-head").inner_text().startswith(label)
+            followed = True
+        tab.locator("#viewer-close").click()
+        if followed:
+            break
+    assert followed
+    assert problems == []

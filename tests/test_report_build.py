@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -83,6 +85,51 @@ def test_examples_carry_the_trajectory_or_say_it_is_not_curated(report: Path) ->
     assert isinstance(main, dict) and main["messages"]
 
 
+def _sidecar_rows(run_output: Path) -> list[dict[str, Any]]:
+    return [row for job in sorted(run_output.glob(f"*/{SIDECAR}")) for row in read_rows(job)]
+
+
+def test_detector_rates_are_the_share_of_diagnosed_trials(run_output: Path, report: Path) -> None:
+    rows = _sidecar_rows(run_output)
+    assert rows and all(row["diagnosis"] for row in rows)  # the run had --diagnose
+    fired = Counter(name for row in rows for name in {d[0] for d in row["diagnosis"]["detections"]})
+    assert len(fired) >= 3
+    html = (report / "index.html").read_text()
+    section = html[html.index('<section id="diagnosis">') :]
+    section = section[: section.index("</section>")]
+    for name, count in fired.items():
+        # each detector's row: its name, then (after its title and axis) trials and rate
+        cells = re.search(
+            rf"<td><code>{name}</code><br>[^<]*</td><td>\w+</td><td>(\d+)</td><td>([\d.]+)%</td>",
+            section,
+        )
+        assert cells is not None, name
+        assert int(cells.group(1)) == count
+        assert float(cells.group(2)) == round(100 * count / len(rows), 1)
+    clean = sum(1 for row in rows if not row["diagnosis"]["detections"])
+    assert f"on {clean} of them no detector fired" in " ".join(section.split())
+
+
+def test_examples_carry_their_diagnosis_with_evidence(report: Path) -> None:
+    examples = _examples(report).values()
+    diagnosed = [e for e in examples if e["found"] and e["diagnosis"]]
+    assert diagnosed
+    cited = 0
+    for example in diagnosed:
+        diagnosis = example["diagnosis"]
+        assert isinstance(diagnosis, dict) and "trajectory_score" in diagnosis
+        shown = {m["index"] for m in example["main"]["messages"] if "index" in m}  # type: ignore[index]
+        for detection in diagnosis["detections"]:
+            messages = detection["evidence"]["messages"]
+            assert set(messages) <= shown  # every cited message is in the viewer
+            cited += len(messages)
+    assert cited > 0
+    missing = [e for e in examples if not e["found"] and e["diagnosis"]]
+    assert missing and all(
+        "evidence" not in d for e in missing for d in e["diagnosis"]["detections"]
+    )  # type: ignore[index]
+
+
 def test_report_is_deterministic(run_output: Path, tmp_path: Path, report: Path) -> None:
     again = tmp_path / "again"
     assert trajcurate(["report", str(run_output), "-o", str(again), "--resamples", "200"]) == 0
@@ -128,6 +175,11 @@ def _row(index: int, task: str) -> dict[str, object]:
         "decision": "kept",
         "reason": None,
         "tool_errors": [["bash", "</script><script>alert(2)</script>", 1]],
+        "diagnosis": {
+            "trajectory_score": composite,
+            "task_completion_score": None,
+            "detections": [["<img src=x onerror=alert(3)>", "high", 0.5]] if index % 4 else [],
+        },
     }
 
 
@@ -158,6 +210,7 @@ def test_judges_and_hostile_names_from_a_sidecar_alone(tmp_path: Path) -> None:
     html = (target / "index.html").read_text()
     assert hostile not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<script>alert(2)" not in html
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(3)&gt;" in html
     data = (target / "assets" / "data.js").read_text()
     assert "</script" not in data
     assert "TQS vs llm_composite_score" in html
@@ -175,3 +228,4 @@ def test_a_run_without_sidecars_still_gets_its_overview(run_output: Path, tmp_pa
     assert trajcurate(["report", str(plain), "-o", str(tmp_path / "r"), "--resamples", "100"]) == 0
     html = (tmp_path / "r" / "index.html").read_text()
     assert "no scores.jsonl" in html and "rejected.read" in html
+    assert "No trial carries a diagnosis. Run with <code>--diagnose</code>" in html

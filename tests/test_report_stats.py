@@ -11,6 +11,7 @@ import pytest
 from scorers.tqs_v2 import SCORE_KEYS, score_record
 from transforms.report import stats
 from transforms.report.aggregate import Columns, aggregate
+from transforms.report.inputs import trim_record
 from transforms.report.rows import score_row
 from transforms.report.signatures import error_signature
 
@@ -190,6 +191,7 @@ def test_score_row_of_a_hand_made_record() -> None:
     assert set(row["score"]) == set(SCORE_KEYS)
     assert row["decision"] == "kept" and row["reason"] is None and row["judges"] is None
     assert row["tool_errors"] == [["bash", "error: <n> tests failed", 1]]
+    assert row["diagnosis"] is None  # not diagnosed
     with pytest.raises(ValueError, match="decision"):
         score_row(record, job="j", reward=1.0, resolved=True, decision="maybe")  # type: ignore[arg-type]
 
@@ -278,3 +280,99 @@ def test_score_row_takes_the_trajectory_scoring_built() -> None:
         reason="instance status is 'unresolved'",
     )
     assert given["language"] == "go" and given["reason"] == "instance status is 'unresolved'"
+
+
+def test_score_row_keeps_the_scores_and_detections_of_a_diagnosis() -> None:
+    from scorers.diagnose import diagnose_record
+
+    record = _record("/app/src/lib.rs", "error: 2 tests failed\nexit code: 1")
+    diagnosis = diagnose_record(record)
+    record["meta_info"]["unique_info"]["_diagnosis"] = diagnosis  # type: ignore[index]
+    row = score_row(record, job="j", reward=1.0, resolved=True, decision="kept")
+    fired = [[d["detector"], d["severity"], d["confidence"]] for d in diagnosis["detections"]]
+    assert fired, "the hand-made record ends on a failing test: a detector fires"
+    assert row["diagnosis"] == {
+        "trajectory_score": diagnosis["trajectory_score"],
+        "task_completion_score": diagnosis["task_completion_score"],
+        "detections": fired,
+    }
+
+
+def _diagnosed_row(index: int, detectors: list[list[object]] | None) -> dict[str, object]:
+    resolved = index % 2 == 0
+    return {
+        "instance_id": f"t__{index:03d}",
+        "job": "j",
+        "task": "t",
+        "scaffold": "s1" if index < 10 else "s2",
+        "resolved": resolved,
+        "score": {"composite_score": 0.5},
+        "decision": "kept" if index % 3 else "rejected",
+        "diagnosis": None
+        if detectors is None
+        else {
+            "trajectory_score": 0.9 if resolved else 0.3,
+            "task_completion_score": 1.0,
+            "detections": detectors,
+        },
+    }
+
+
+def test_detector_rates_count_diagnosed_trials_per_segment() -> None:
+    columns = Columns()
+    # 20 rows: 0-3 not diagnosed; "loop" fires on 4-9 (s1), "truncated" on 10 (s2).
+    for index in range(20):
+        detectors: list[list[object]] | None = None if index < 4 else []
+        if 4 <= index < 10:
+            detectors = [["loop", "high" if index < 6 else "medium", 0.8]]
+        elif index == 10:
+            detectors = [["truncated", "critical", 1.0], ["loop", "high", 0.6]]
+        columns.add(_diagnosed_row(index, detectors))
+    data = aggregate(
+        columns,
+        threshold=0.5,
+        threshold_key="composite_score",
+        examples_per_segment=2,
+        resamples=50,
+        seed=0,
+    )
+    found = data["diagnosis"]
+    assert (found["diagnosed"], found["clean"]) == (16, 9)
+    loop, truncated = found["detectors"]
+    assert (loop["detector"], loop["fired"], loop["rate"]) == ("loop", 7, round(7 / 16, 4))
+    # resolved rows are the even ones: 4, 6, 8, 10 fired of 4..19's eight even rows
+    assert (loop["rate_resolved"], loop["rate_unresolved"]) == (0.5, round(3 / 8, 4))
+    assert loop["severities"] == {"high": 3, "medium": 4}
+    assert loop["mean_confidence"] == round((6 * 0.8 + 0.6) / 7, 4)
+    assert loop["segments"]["scaffold:s1"] == 1.0  # 6 diagnosed rows in s1, all fired
+    assert loop["segments"]["scaffold:s2"] == 0.1
+    assert loop["examples"] == [4, 5, 7]  # kept rows first (index % 3 != 0)
+    assert (truncated["fired"], truncated["title"]) == (1, "truncated")  # unknown: its name
+    assert found["scores"]["trajectory_score"]["mean_resolved"] == 0.9
+    assert sum(found["scores"]["trajectory_score"]["unresolved"]) == 8
+    assert "trajectory_score" in data["separation"]
+
+
+def test_a_run_without_diagnosis_has_no_detector_rates() -> None:
+    columns = Columns()
+    for index in range(6):
+        columns.add(_diagnosed_row(index, None))
+    data = aggregate(
+        columns,
+        threshold=0.5,
+        threshold_key="composite_score",
+        examples_per_segment=2,
+        resamples=50,
+        seed=0,
+    )
+    assert data["diagnosis"]["diagnosed"] == 0 and data["diagnosis"]["detectors"] == []
+    assert "trajectory_score" not in data["separation"]
+
+
+def test_trimmed_messages_keep_their_index_in_the_record() -> None:
+    record = {"messages": [{"role": "user", "content": str(i)} for i in range(350)]}
+    trimmed = trim_record(record)["messages"]
+    assert trimmed[199]["index"] == 199
+    assert trimmed[200] == {"role": "note", "content": "50 messages not shown"}
+    assert [m["index"] for m in trimmed[201:]] == list(range(250, 350))
+    assert all(m["content"] == str(m["index"]) for m in trimmed if "index" in m)

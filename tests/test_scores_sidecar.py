@@ -24,6 +24,7 @@ from object_stores import (  # noqa: E402
 from pipelines.cli import main  # noqa: E402
 from pipelines.output_folder import verify_outputs  # noqa: E402
 from scorers.tqs_v2 import SCORE_KEYS  # noqa: E402
+from transforms.report.rows import diagnosis_summary  # noqa: E402
 
 pytest_plugins = ["object_stores"]
 
@@ -41,6 +42,7 @@ ROW_KEYS = [
     "turns",
     "score",
     "judges",
+    "diagnosis",
     "decision",
     "reason",
     "tool_errors",
@@ -240,3 +242,24 @@ def test_judged_trials_carry_their_judge_scores(
         else:  # rejected at the gate, before the judges: never judged (nor paid for)
             assert row["judges"] is None and not row["resolved"]
     assert {row["decision"] for row in rows} == {"kept", "rejected"}
+
+
+def test_diagnosed_trials_carry_their_diagnosis(corpus: Path, tmp_path: Path) -> None:
+    assert run(corpus, tmp_path, "--diagnose", "--instance-status", "all") == 0
+    fired = 0
+    for folder in _jobs_of(tmp_path):
+        mains = {
+            r["meta_info"]["unique_info"]["_instance_id"]: r["meta_info"]["unique_info"]
+            for r in _jsonl(folder / "im.jsonl")
+            if r["meta_info"]["unique_info"]["_agent_type"] == "main"
+        }
+        rows = _jsonl(folder / "scores.jsonl")
+        assert rows and {row["instance_id"] for row in rows} == set(mains)
+        for row in rows:
+            diagnosis = mains[row["instance_id"]]["_diagnosis"]
+            assert row["diagnosis"] == diagnosis_summary(mains[row["instance_id"]])
+            assert row["diagnosis"]["trajectory_score"] == diagnosis["trajectory_score"]
+            names = [d["detector"] for d in diagnosis["detections"]]
+            assert [d[0] for d in row["diagnosis"]["detections"]] == names
+            fired += len(names)
+    assert fired > 0  # the synthetic corpus has loops, errors and unverified finishes

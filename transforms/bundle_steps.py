@@ -12,7 +12,6 @@ decision still open, and `decided_row` settles it where the bundle is kept or re
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,7 @@ from scorers.im_validity import bundle_problem
 from scorers.tqs_v2.score import is_subagent, scored_trajectory, tool_call_errors
 from transforms.cleaning import clean_record, clean_value
 from transforms.redact import redact_bundle
-from transforms.report.rows import Decision, score_row
+from transforms.report.rows import Decision, diagnosis_summary, judge_scores, score_row
 from transforms.reward_gate import RESOLVED, gate_reason, outcome
 
 TALLIES = "tallies"
@@ -148,23 +147,16 @@ def decided_row(
     bundle: Mapping[str, Any], decision: Decision, reason: str | None = None
 ) -> dict[str, Any] | None:
     """The bundle's sidecar row with where it ended (None for a bundle never scored). The
-    judges' scores are read again: they came after scoring."""
+    judges' scores and the diagnosis are read again: they came after scoring."""
     row = bundle.get(SCORE_ROW)
     if not isinstance(row, dict):
         return None
     main = next((r for r in bundle["records"] if agent_type(r) == "main"), None)
     info = main["meta_info"]["unique_info"] if main is not None else {}
-    judged = info.get("_llm_judge")
-    judges = None
-    if isinstance(judged, Mapping):
-        judges = {
-            str(k): float(v)
-            for k, v in sorted(judged.items())
-            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-        }
     return {
         **row,
-        "judges": judges,
+        "judges": judge_scores(info),
+        "diagnosis": diagnosis_summary(info),
         "decision": decision,
         "reason": None if decision == "kept" else reason,
     }

@@ -26,6 +26,9 @@ stage: resolved or not, kept or filtered out afterwards), sorted by `instance_id
   float or null; `scaffold` a string, `assistant_turns` / `total_tool_calls` integers).
 - `judges` (object or null): the numeric values of `_llm_judge` (`{name: float}`); null when
   no judge ran.
+- `diagnosis` (object or null): the main record's `_diagnosis` (`run --diagnose`) as
+  `{trajectory_score, task_completion_score, detections}`, each detection
+  `[detector, severity, confidence]` in the diagnosis's order; null when not diagnosed.
 - `decision` (`"kept"` or `"rejected"`): whether the bundle reached the outputs.
 - `reason` (str or null): why it was rejected (its `rejects.jsonl` reason); null when kept.
 - `tool_errors` (list): `[tool, signature, count]` per distinct erroring tool-call signature

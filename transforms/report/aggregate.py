@@ -19,11 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from scorers.diagnose import DETECTORS
 from scorers.tqs_v2 import SCORE_KEYS
 from transforms.report import stats
 from transforms.report.signatures import normalise
 
 __all__ = [
+    "DIAGNOSIS_KEYS",
     "DIMENSIONS",
     "MAX_SEGMENTS",
     "REPORT_KEYS",
@@ -40,12 +42,14 @@ REPORT_KEYS = (
     *(k for k in SCORE_KEYS if k.endswith("_score") and k != "composite_score"),
     "reproduce_first",
 )
+DIAGNOSIS_KEYS = ("trajectory_score", "task_completion_score")
 HISTOGRAM_BINS = 20
 THRESHOLDS = np.round(np.arange(101) / 100, 2)
 TOP_ERRORS = 8
 ERROR_EXAMPLES = 3
 DISAGREEMENTS = 25
 MAX_TASKS = 1000
+DETECTOR_EXAMPLES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,11 @@ class Columns:
         default_factory=lambda: {k: [] for k in REPORT_KEYS}
     )
     judge_lists: dict[str, list[float]] = field(default_factory=dict)
+    diagnosed: list[bool] = field(default_factory=list)
+    diagnosis_lists: dict[str, list[float]] = field(
+        default_factory=lambda: {k: [] for k in DIAGNOSIS_KEYS}
+    )
+    detections: list[list[tuple[str, str, float]]] = field(default_factory=list)
     errors_by_tool: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     errors_by_agent: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     error_examples: dict[tuple[str, str], list[int]] = field(
@@ -107,6 +116,7 @@ class Columns:
         for name in {*self.judge_lists, *judges}:
             column = self.judge_lists.setdefault(name, [math.nan] * index)
             column.append(_float(judges.get(name)))
+        self._add_diagnosis(row.get("diagnosis"))
         for entry in row.get("tool_errors") or []:
             if isinstance(entry, list) and len(entry) == 3:
                 tool, signature, count = str(entry[0]), str(entry[1]), int(entry[2])
@@ -116,12 +126,26 @@ class Columns:
                 if len(examples) < ERROR_EXAMPLES:
                     examples.append(index)
 
+    def _add_diagnosis(self, found: Any) -> None:
+        """The row's diagnosis (`rows.diagnosis_summary`): its scores and fired detectors."""
+        diagnosis = _mapping(found)
+        self.diagnosed.append(bool(diagnosis))
+        for key in DIAGNOSIS_KEYS:
+            self.diagnosis_lists[key].append(_float(diagnosis.get(key)))
+        fired = []
+        for entry in diagnosis.get("detections") or []:
+            if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str):
+                fired.append((entry[0], str(entry[1]), _float(entry[2])))
+        self.detections.append(fired)
+
     def __len__(self) -> int:
         return len(self.ids)
 
     def array(self, key: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-        source = self.score_lists[key] if key in self.score_lists else self.judge_lists[key]
-        return np.asarray(source, dtype=np.float64)
+        for table in (self.score_lists, self.diagnosis_lists, self.judge_lists):
+            if key in table:
+                return np.asarray(table[key], dtype=np.float64)
+        raise KeyError(key)
 
     def resolved(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
         return np.asarray(self.resolved_list, dtype=np.bool_)
@@ -347,6 +371,88 @@ def _per_task(columns: Columns) -> dict[str, Any]:
     return {"total": len(tasks), "tasks": tasks[:MAX_TASKS]}
 
 
+def _rate(fired: np.ndarray[Any, Any], chosen: np.ndarray[Any, Any]) -> float | None:
+    total = int(chosen.sum())
+    return round(float((fired & chosen).sum()) / total, 4) if total else None
+
+
+def _detector_row(
+    name: str,
+    fired: np.ndarray[Any, Any],
+    columns: Columns,
+    masks: Mapping[str, Any],
+    segments: list[Segment],
+) -> dict[str, Any]:
+    """One detector's rates (over the diagnosed trials of each segment), severities seen,
+    mean confidence and the first example rows."""
+    diagnosed = np.asarray(columns.diagnosed, dtype=np.bool_)
+    resolved = columns.resolved()
+    severities: Counter[str] = Counter()
+    confidences = []
+    for index in np.flatnonzero(fired):
+        for detector, severity, confidence in columns.detections[index]:
+            if detector == name:
+                severities[severity] += 1
+                confidences.append(confidence)
+                break
+    known = DETECTORS.get(name)
+    return {
+        "detector": name,
+        "title": known.title if known else name,
+        "axis": known.axis if known else "unknown",
+        "fired": int(fired.sum()),
+        "rate": _rate(fired, diagnosed),
+        "rate_resolved": _rate(fired, diagnosed & resolved),
+        "rate_unresolved": _rate(fired, diagnosed & ~resolved),
+        "severities": dict(sorted(severities.items())),
+        "mean_confidence": _mean(np.asarray(confidences)[~np.isnan(confidences)]),
+        "segments": {s.key: _rate(fired, diagnosed & masks[s.key]) for s in segments},
+        "examples": _kept_first(np.flatnonzero(fired), columns)[:DETECTOR_EXAMPLES],
+    }
+
+
+def _kept_first(indices: np.ndarray[Any, Any], columns: Columns) -> list[int]:
+    """Row indices, those kept (whose trajectory the viewer can show) first."""
+    return sorted((int(i) for i in indices), key=lambda i: (not columns.kept_list[i], i))
+
+
+def _diagnosis(columns: Columns, segments: list[Segment], masks: Mapping[str, Any]) -> Any:
+    """Detector rates and the diagnosis scores of the rows that carry a diagnosis."""
+    diagnosed = np.asarray(columns.diagnosed, dtype=np.bool_)
+    resolved = columns.resolved()
+    rows_fired: dict[str, list[int]] = defaultdict(list)
+    for index, found in enumerate(columns.detections):
+        for name in {d[0] for d in found}:
+            rows_fired[name].append(index)
+    detectors = []
+    for name, indices in rows_fired.items():
+        fired = np.zeros(len(columns), dtype=np.bool_)
+        fired[indices] = True
+        detectors.append(_detector_row(name, fired, columns, masks, segments))
+    detectors.sort(key=lambda d: (-d["fired"], d["detector"]))
+    scores = {}
+    for key in DIAGNOSIS_KEYS:
+        values = columns.array(key)
+        present = ~np.isnan(values)
+        scores[key] = {
+            "resolved": stats.histogram(values[present & resolved], HISTOGRAM_BINS),
+            "unresolved": stats.histogram(values[present & ~resolved], HISTOGRAM_BINS),
+            "mean_resolved": _mean(values[present & resolved]),
+            "mean_unresolved": _mean(values[present & ~resolved]),
+        }
+    clean = np.asarray([not fired for fired in columns.detections], dtype=np.bool_)
+    return {
+        "diagnosed": int(diagnosed.sum()),
+        "clean": int((diagnosed & clean).sum()),
+        "detectors": detectors,
+        "scores": scores,
+    }
+
+
+def _mean(values: np.ndarray[Any, Any]) -> float | None:
+    return round(float(values.mean()), 4) if len(values) else None
+
+
 def aggregate(
     columns: Columns,
     *,
@@ -361,7 +467,10 @@ def aggregate(
     masks = _masks(columns, segments)
     resolved = columns.resolved()
     kept = np.asarray(columns.kept_list, dtype=np.bool_)
+    diagnosis = _diagnosis(columns, segments, masks)
     separation_keys = [*REPORT_KEYS, *sorted(columns.judge_lists)]
+    if diagnosis["diagnosed"]:
+        separation_keys += DIAGNOSIS_KEYS
     return {
         "rows": {
             "total": len(columns),
@@ -391,6 +500,7 @@ def aggregate(
         "threshold_grid": _threshold_grid(columns, threshold_key, segments, masks),
         "lowest_resolved": _lowest_resolved(columns, segments, masks, examples_per_segment),
         "tool_errors": _tool_errors(columns),
+        "diagnosis": diagnosis,
         "disagreements": _disagreements(columns, threshold),
         "tasks": _per_task(columns),
     }

@@ -16,7 +16,14 @@ from typing import Any
 
 import orjson
 
-from transforms.report.aggregate import DIMENSIONS, REPORT_KEYS, Columns, aggregate
+from scorers.diagnose import DETECTORS
+from transforms.report.aggregate import (
+    DIAGNOSIS_KEYS,
+    DIMENSIONS,
+    REPORT_KEYS,
+    Columns,
+    aggregate,
+)
 from transforms.report.inputs import (
     find_jobs,
     job_facts,
@@ -73,6 +80,8 @@ def _wanted_rows(data: dict[str, Any]) -> set[int]:
         rows.update(entry["row"] for entry in found)
     for indices in data["tool_errors"]["examples"].values():
         rows.update(indices)
+    for detector in data["diagnosis"]["detectors"]:
+        rows.update(detector["examples"])
     return rows
 
 
@@ -90,7 +99,30 @@ def _row_summary(columns: Columns, index: int) -> dict[str, Any]:
         "score": {
             k: (None if v != v else v) for k in REPORT_KEYS for v in [columns.score_lists[k][index]]
         },
+        "diagnosis": _row_diagnosis(columns, index),
     }
+
+
+def _row_diagnosis(columns: Columns, index: int) -> dict[str, Any] | None:
+    """The sidecar's diagnosis of a row, in the shape of `_diagnosis` (no evidence)."""
+    if not columns.diagnosed[index]:
+        return None
+    return {
+        **{k: _or_none(columns.diagnosis_lists[k][index]) for k in DIAGNOSIS_KEYS},
+        "detections": [
+            {
+                "detector": d,
+                "title": DETECTORS[d].title if d in DETECTORS else d,
+                "severity": severity,
+                "confidence": _or_none(confidence),
+            }
+            for d, severity, confidence in columns.detections[index]
+        ],
+    }
+
+
+def _or_none(value: float) -> float | None:
+    return None if value != value else value
 
 
 def _examples(
@@ -112,18 +144,31 @@ def _examples(
                 example["found"] = True
                 example["main"] = trim_record(main[0])
                 example["reasons"] = score_reasons(main[0])
+                example["diagnosis"] = _diagnosis(main[0]) or example["diagnosis"]
                 example["subagents"] = [
-                    trim_record(r) for r in bundle if _agent_type(r) == "subagent"
+                    {**trim_record(r), "diagnosis": _diagnosis(r)}
+                    for r in bundle
+                    if _agent_type(r) == "subagent"
                 ]
             payload[f"r{index}"] = example
     return payload
 
 
-def _agent_type(record: dict[str, Any]) -> str:
+def _info(record: dict[str, Any]) -> dict[str, Any]:
     meta = record.get("meta_info")
     info = meta.get("unique_info") if isinstance(meta, dict) else None
-    kind = info.get("_agent_type") if isinstance(info, dict) else None
+    return info if isinstance(info, dict) else {}
+
+
+def _agent_type(record: dict[str, Any]) -> str:
+    kind = _info(record).get("_agent_type")
     return kind if isinstance(kind, str) else "main"
+
+
+def _diagnosis(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The record's own `_diagnosis` (detections with their evidence), if it has one."""
+    found = _info(record).get("_diagnosis")
+    return found if isinstance(found, dict) else None
 
 
 def _script_json(name: str, value: Any) -> bytes:

@@ -190,10 +190,12 @@ def decile_chart(
         return _svg(figure, name)
 
 
-def bar_chart(name: str, title: str, labels: Sequence[str], counts: Sequence[int]) -> str:
+def bar_chart(name: str, title: str, labels: Sequence[str], counts: Sequence[float]) -> str:
     """Horizontal bars, largest first (labels shortened to 60 characters)."""
     with rc_context(_STYLE):
-        figure = _figure(width=7.0, height=0.9 + 0.22 * max(len(labels), 1), left=0.5)
+        height = 0.9 + 0.22 * max(len(labels), 1)
+        figure = _figure(width=7.0, height=height, left=0.5)
+        figure.subplots_adjust(top=1 - 0.32 / height, bottom=0.4 / height)  # fixed inches
         axes = figure.add_subplot()
         shown = [label if len(label) <= 60 else label[:59] + "…" for label in labels]
         axes.barh(range(len(shown)), counts, color=_COLOURS[0])

@@ -153,9 +153,10 @@ def _trim_message(message: Mapping[str, Any]) -> dict[str, Any]:
 
 def trim_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """The messages of a record as the viewer shows them: texts cut, at most MAX_MESSAGES
-    (the first 200 and the last 100, with a note of how many were left out)."""
-    messages = [m for m in record.get("messages") or [] if isinstance(m, dict)]
-    trimmed = [_trim_message(m) for m in messages]
+    (the first 200 and the last 100, with a note of how many were left out). Each keeps
+    its `index` in the record, which evidence and score reasons cite."""
+    messages = enumerate(record.get("messages") or [])
+    trimmed = [{**_trim_message(m), "index": i} for i, m in messages if isinstance(m, dict)]
     left_out = 0
     if len(trimmed) > MAX_MESSAGES:
         left_out = len(trimmed) - MAX_MESSAGES

@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from transforms.report import charts
-from transforms.report.aggregate import DIMENSIONS, REPORT_KEYS
+from transforms.report.aggregate import DIAGNOSIS_KEYS, DIMENSIONS, REPORT_KEYS
 
 __all__ = ["SECTIONS", "render"]
 
@@ -25,6 +25,7 @@ SECTIONS = (
     ("thresholds", "Threshold explorer"),
     ("low-scores", "Low-score examples"),
     ("tool-errors", "Tool-error patterns"),
+    ("diagnosis", "Diagnosis"),
     ("disagreements", "Disagreements"),
     ("tasks", "Per task"),
 )
@@ -364,6 +365,125 @@ def _tool_errors(data: Mapping[str, Any], summaries: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+def _percent(rate: float | None) -> str:
+    return "&ndash;" if rate is None else f"{rate * 100:.1f}%"
+
+
+def _diagnosis_scores(data: Mapping[str, Any]) -> str:
+    found = data["diagnosis"]["scores"]
+    rows = []
+    for key in DIAGNOSIS_KEYS:
+        auroc = data["separation"].get(key, {}).get("segments", {}).get("all", {})
+        rows.append(
+            [
+                f"<code>{_e(key)}</code>",
+                _num(found[key]["mean_resolved"]),
+                _num(found[key]["mean_unresolved"]),
+                f"{_num(auroc['auroc'])} ({_num(auroc.get('low'))} &ndash; "
+                f"{_num(auroc.get('high'))})"
+                if auroc.get("auroc") is not None
+                else "&ndash; (needs resolved and unresolved trials)",
+            ]
+        )
+    table = _table(
+        ["score", "mean, resolved", "mean, unresolved", "AUROC (95% CI)"], rows, "compact"
+    )
+    charts_html = "".join(
+        "<div>"
+        + charts.histogram_chart(
+            f"diagnosis-{key}", key, found[key]["resolved"], found[key]["unresolved"], None
+        )
+        + "</div>"
+        for key in DIAGNOSIS_KEYS
+    )
+    return f'{table}<div class="columns">{charts_html}</div>'
+
+
+def _detector_table(data: Mapping[str, Any], summaries: Mapping[str, Any]) -> str:
+    rows = [
+        [
+            f"<code>{_e(d['detector'])}</code><br>{_e(d['title'])}",
+            _e(d["axis"]),
+            _num(d["fired"]),
+            _percent(d["rate"]),
+            _percent(d["rate_resolved"]),
+            _percent(d["rate_unresolved"]),
+            _e(", ".join(f"{name}: {n}" for name, n in d["severities"].items())),
+            _num(d["mean_confidence"]),
+            " ".join(_example_button(f"r{i}", summaries) for i in d["examples"]),
+        ]
+        for d in data["diagnosis"]["detectors"]
+    ]
+    return _table(
+        [
+            "detector",
+            "axis",
+            "trials",
+            "rate",
+            "rate, resolved",
+            "rate, unresolved",
+            "severities",
+            "mean confidence",
+            "examples",
+        ],
+        rows,
+        "detectors",
+    )
+
+
+def _detector_segments(data: Mapping[str, Any]) -> str:
+    """Per dimension, a detector x segment table of rates (switched by a select)."""
+    detectors = data["diagnosis"]["detectors"]
+    boxes = []
+    for dimension in DIMENSIONS:
+        segments = _dimension_segments(data, dimension)
+        table = _table(
+            ["detector", *(s["value"] for s in segments)],
+            (
+                [f"<code>{_e(d['detector'])}</code>"]
+                + [_percent(d["segments"][s["key"]]) for s in segments]
+                for d in detectors
+            ),
+            "compact",
+        )
+        hidden = "" if dimension == "scaffold" else " hidden"
+        boxes.append(f'<div class="chart-box" data-dim="{_e(dimension)}"{hidden}>{table}</div>')
+    options = _options(((d, d) for d in DIMENSIONS), "scaffold")
+    return f"""<h3>Rates per segment</h3>
+<div class="controls" data-switch="diagnosis"><label>segments
+<select data-select="dim">{options}</select></label></div>{"".join(boxes)}"""
+
+
+def _diagnosis(data: Mapping[str, Any], summaries: Mapping[str, Any]) -> str:
+    found = data["diagnosis"]
+    if not found["diagnosed"]:
+        return (
+            "<p>No trial carries a diagnosis. Run with <code>--diagnose</code> to see here how "
+            "often each detector fired, and the diagnosis of each example.</p>"
+        )
+    detectors = found["detectors"][:15]
+    chart = (
+        charts.bar_chart(
+            "detector-rates",
+            "detector rate (% of diagnosed trials)",
+            [d["detector"] for d in detectors],
+            [(d["rate"] or 0.0) * 100 for d in detectors],
+        )
+        if detectors
+        else "<p>No detector fired.</p>"
+    )
+    return f"""
+<p>{_num(found["diagnosed"])} of {_num(data["rows"]["total"])} scored trials carry a
+diagnosis; on {_num(found["clean"])} of them no detector fired. A detector's rate is the share
+of diagnosed trials on whose main-agent record it fired (the delegation detectors judge the
+subagents with it). <code>trajectory_score</code> (how the run went) and
+<code>task_completion_score</code> (whether it looks finished) stay apart from each other and
+from the TQS V2 scores. Open an example to see its detections and the messages they cite.</p>
+{_diagnosis_scores(data)}
+<h3>Detectors</h3>{chart}{_detector_table(data, summaries)}
+{_detector_segments(data)}"""
+
+
 def _disagreements(data: Mapping[str, Any], summaries: Mapping[str, Any]) -> str:
     found = data["disagreements"]
     rows = [
@@ -452,6 +572,7 @@ def render(
         "thresholds": _thresholds(data, threshold),
         "low-scores": _low_scores(data, summaries, examples_per_segment),
         "tool-errors": _tool_errors(data, summaries),
+        "diagnosis": _diagnosis(data, summaries),
         "disagreements": _disagreements(data, summaries),
         "tasks": _tasks(data),
     }

@@ -19,7 +19,16 @@ from scorers.tqs_v2 import SCORE_KEYS, scaffold_hint
 from scorers.tqs_v2.trajectory import Trajectory, build_trajectory
 from transforms.report.signatures import record_errors
 
-__all__ = ["DECISIONS", "UNKNOWN", "read_rows", "record_reward", "score_row", "write_rows"]
+__all__ = [
+    "DECISIONS",
+    "UNKNOWN",
+    "diagnosis_summary",
+    "judge_scores",
+    "read_rows",
+    "record_reward",
+    "score_row",
+    "write_rows",
+]
 
 UNKNOWN = "unknown"
 DECISIONS = ("kept", "rejected")
@@ -117,12 +126,36 @@ def _language(record: Mapping[str, Any], trajectory: Trajectory) -> str:
     return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
 
 
-def _judges(info: Mapping[str, Any]) -> dict[str, float] | None:
+def judge_scores(info: Mapping[str, Any]) -> dict[str, float] | None:
+    """The numeric values of a record's `_llm_judge` (None when no judge ran)."""
     judged = info.get("_llm_judge")
     if not isinstance(judged, Mapping):
         return None
     numbers = {str(k): _number(v) for k, v in judged.items()}
     return {k: v for k, v in sorted(numbers.items()) if v is not None}
+
+
+def diagnosis_summary(info: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A record's `_diagnosis` as the sidecar keeps it (None when it was not diagnosed): its
+    two scores and `[detector, severity, confidence]` per fired detection, in its order."""
+    found = info.get("_diagnosis")
+    if not isinstance(found, Mapping):
+        return None
+    detections = []
+    for detection in found.get("detections") or []:
+        if isinstance(detection, Mapping) and isinstance(detection.get("detector"), str):
+            detections.append(
+                [
+                    detection["detector"],
+                    str(detection.get("severity") or UNKNOWN),
+                    _number(detection.get("confidence")),
+                ]
+            )
+    return {
+        "trajectory_score": _number(found.get("trajectory_score")),
+        "task_completion_score": _number(found.get("task_completion_score")),
+        "detections": detections,
+    }
 
 
 def score_row(
@@ -166,7 +199,8 @@ def score_row(
         "resolved": bool(resolved),
         "turns": turns if isinstance(turns, int) else len(trajectory.turns),
         "score": {key: score.get(key) for key in SCORE_KEYS},
-        "judges": _judges(info),
+        "judges": judge_scores(info),
+        "diagnosis": diagnosis_summary(info),
         "decision": decision,
         "reason": None if decision == "kept" else reason,
         "tool_errors": record_errors(trajectory),

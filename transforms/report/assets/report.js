@@ -79,13 +79,18 @@
     return list;
   }
 
-  function jump(message, label) {
+  function jump(message, label, prefix) {
+    const id = (prefix || "m-") + message;
     const link = el("a", label, "jump");
-    link.href = "#m-" + message;
+    link.href = "#" + id;
     link.addEventListener("click", function (event) {
       event.preventDefault();
-      const target = document.getElementById("m-" + message);
-      if (target) { target.scrollIntoView(); target.classList.add("flash"); }
+      const target = document.getElementById(id);
+      if (!target) return; // one of the messages left out of a very long record
+      const folded = target.closest("details");
+      if (folded) folded.open = true;
+      target.scrollIntoView();
+      target.classList.add("flash");
     });
     return link;
   }
@@ -130,6 +135,49 @@
     return box;
   }
 
+  // The diagnosis: both scores, then each detection with its evidence (message links).
+  function diagnosisBox(found, prefix) {
+    const box = el("div", null, "diagnosis");
+    box.appendChild(el("h3", "Diagnosis"));
+    const scores = [];
+    if (found.trajectory_score !== undefined) scores.push("trajectory_score " + show(found.trajectory_score));
+    if (found.task_completion_score !== undefined) {
+      scores.push("task_completion_score " + show(found.task_completion_score));
+    }
+    if (found.profile) scores.push("profile " + found.profile);
+    box.appendChild(el("p", scores.join(" · ")));
+    const detections = found.detections || [];
+    if (!detections.length) {
+      box.appendChild(el("p", "No detector fired."));
+      return box;
+    }
+    const list = el("ul");
+    detections.forEach(function (d) {
+      const item = el("li", null, "detection severity-" + d.severity);
+      item.appendChild(el("strong", d.severity + " "));
+      item.appendChild(el("span", (d.title || d.detector) + " (" + d.detector + ", confidence " +
+        show(d.confidence) + (d.penalty !== undefined ? ", penalty " + show(d.penalty) : "") + ")"));
+      if (d.description) item.appendChild(el("div", d.description));
+      const evidence = d.evidence || {};
+      (evidence.snippets || []).forEach(function (text) { item.appendChild(el("code", text)); });
+      if (prefix && (evidence.messages || []).length) {
+        const links = el("div", "evidence: ", "evidence");
+        evidence.messages.forEach(function (index) {
+          links.appendChild(jump(index, "#" + index, prefix));
+          links.appendChild(document.createTextNode(" "));
+        });
+        item.appendChild(links);
+      }
+      list.appendChild(item);
+    });
+    box.appendChild(list);
+    return box;
+  }
+
+  function show(value) {
+    return value === null || value === undefined ? "–" : String(value);
+  }
+
   function messages(record, prefix) {
     const box = el("div", null, "messages");
     // Tool results, and the terminal screens Terminus-2 sends back as user messages after
@@ -139,9 +187,10 @@
       if (firstUser < 0 && message.role === "user") firstUser = index;
     });
     record.messages.forEach(function (message, index) {
+      const at = message.index === undefined ? index : message.index;
       const item = el("div", null, "msg role-" + message.role);
-      if (prefix) item.id = prefix + index;
-      item.appendChild(el("div", "#" + index + " " + message.role, "msg-head"));
+      if (prefix && message.role !== "note") item.id = prefix + at;
+      item.appendChild(el("div", (message.role === "note" ? "" : "#" + at + " ") + message.role, "msg-head"));
       if (message.reasoning) {
         const thinking = el("details");
         thinking.appendChild(el("summary", "reasoning"));
@@ -187,15 +236,19 @@
           "not found in im.jsonl") + ", so only its scores are shown.", "missing"));
     } else {
       body.appendChild(reasons(example.reasons));
+      if (example.diagnosis) body.appendChild(diagnosisBox(example.diagnosis, "m-"));
       body.appendChild(el("h3", "Main agent"));
       body.appendChild(messages(example.main, "m-"));
       example.subagents.forEach(function (sub, index) {
         const folded = el("details", null, "subagent");
+        const prefix = "s" + index + "-";
         folded.appendChild(el("summary", "subagent " + (index + 1) + " (" + sub.messages.length + " messages)"));
-        folded.appendChild(messages(sub, null));
+        if (sub.diagnosis) folded.appendChild(diagnosisBox(sub.diagnosis, prefix));
+        folded.appendChild(messages(sub, prefix));
         body.appendChild(folded);
       });
     }
+    if (!example.found && example.diagnosis) body.appendChild(diagnosisBox(example.diagnosis, null));
     const scores = el("details", null, "scores");
     scores.appendChild(el("summary", "all scores"));
     const table = el("table", null, "compact");
