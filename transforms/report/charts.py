@@ -191,13 +191,13 @@ def decile_chart(
 
 
 def bar_chart(name: str, title: str, labels: Sequence[str], counts: Sequence[float]) -> str:
-    """Horizontal bars, largest first (labels shortened to 60 characters)."""
+    """Horizontal bars, largest first (labels shortened to 50 characters)."""
     with rc_context(_STYLE):
         height = 0.9 + 0.22 * max(len(labels), 1)
         figure = _figure(width=7.0, height=height, left=0.5)
         figure.subplots_adjust(top=1 - 0.32 / height, bottom=0.4 / height)  # fixed inches
         axes = figure.add_subplot()
-        shown = [label if len(label) <= 60 else label[:59] + "…" for label in labels]
+        shown = [label if len(label) <= 50 else label[:49] + "…" for label in labels]
         axes.barh(range(len(shown)), counts, color=_COLOURS[0])
         axes.set_yticks(range(len(shown)), shown)
         axes.invert_yaxis()
