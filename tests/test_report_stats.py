@@ -4,6 +4,7 @@ threshold grid's counts, error signatures and the sidecar row of a hand-made rec
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -318,6 +319,17 @@ def _diagnosed_row(index: int, detectors: list[list[object]] | None) -> dict[str
     }
 
 
+def _aggregate_small(columns: Columns) -> dict[str, Any]:
+    return aggregate(
+        columns,
+        threshold=0.5,
+        threshold_key="composite_score",
+        examples_per_segment=2,
+        resamples=50,
+        seed=0,
+    )
+
+
 def test_detector_rates_count_diagnosed_trials_per_segment() -> None:
     columns = Columns()
     # 20 rows: 0-3 not diagnosed; "loop" fires on 4-9 (s1), "truncated" on 10 (s2).
@@ -328,14 +340,7 @@ def test_detector_rates_count_diagnosed_trials_per_segment() -> None:
         elif index == 10:
             detectors = [["truncated", "critical", 1.0], ["loop", "high", 0.6]]
         columns.add(_diagnosed_row(index, detectors))
-    data = aggregate(
-        columns,
-        threshold=0.5,
-        threshold_key="composite_score",
-        examples_per_segment=2,
-        resamples=50,
-        seed=0,
-    )
+    data = _aggregate_small(columns)
     found = data["diagnosis"]
     assert (found["diagnosed"], found["clean"]) == (16, 9)
     loop, truncated = found["detectors"]
@@ -357,14 +362,7 @@ def test_a_run_without_diagnosis_has_no_detector_rates() -> None:
     columns = Columns()
     for index in range(6):
         columns.add(_diagnosed_row(index, None))
-    data = aggregate(
-        columns,
-        threshold=0.5,
-        threshold_key="composite_score",
-        examples_per_segment=2,
-        resamples=50,
-        seed=0,
-    )
+    data = _aggregate_small(columns)
     assert data["diagnosis"]["diagnosed"] == 0 and data["diagnosis"]["detectors"] == []
     assert "trajectory_score" not in data["separation"]
 
