@@ -339,10 +339,12 @@ def test_detector_rates_count_diagnosed_trials_per_segment() -> None:
             detectors = [["loop", "high" if index < 6 else "medium", 0.8]]
         elif index == 10:
             detectors = [["truncated", "critical", 1.0], ["loop", "high", 0.6]]
+        elif index == 11:  # damaged entries are skipped; a damaged severity is "unknown"
+            detectors = [["x"], [1, 2, 3], ["truncated", None, "high"]]
         columns.add(_diagnosed_row(index, detectors))
     data = _aggregate_small(columns)
     found = data["diagnosis"]
-    assert (found["diagnosed"], found["clean"]) == (16, 9)
+    assert (found["diagnosed"], found["clean"]) == (16, 8)
     loop, truncated = found["detectors"]
     assert (loop["detector"], loop["fired"], loop["rate"]) == ("loop", 7, round(7 / 16, 4))
     # resolved rows are the even ones: 4, 6, 8, 10 fired of 4..19's eight even rows
@@ -352,7 +354,9 @@ def test_detector_rates_count_diagnosed_trials_per_segment() -> None:
     assert loop["segments"]["scaffold:s1"] == 1.0  # 6 diagnosed rows in s1, all fired
     assert loop["segments"]["scaffold:s2"] == 0.1
     assert loop["examples"] == [4, 5, 7]  # kept rows first (index % 3 != 0)
-    assert (truncated["fired"], truncated["title"]) == (1, "truncated")  # unknown: its name
+    assert (truncated["fired"], truncated["title"]) == (2, "truncated")  # unknown: its name
+    assert truncated["severities"] == {"critical": 1, "unknown": 1}
+    assert truncated["mean_confidence"] == 1.0  # a confidence that is no number is left out
     assert found["scores"]["trajectory_score"]["mean_resolved"] == 0.9
     assert sum(found["scores"]["trajectory_score"]["unresolved"]) == 8
     assert "trajectory_score" in data["separation"]

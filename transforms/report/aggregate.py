@@ -135,7 +135,8 @@ class Columns:
         fired = []
         for entry in diagnosis.get("detections") or []:
             if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str):
-                fired.append((entry[0], str(entry[1]), _float(entry[2])))
+                severity = entry[1] if isinstance(entry[1], str) else "unknown"
+                fired.append((entry[0], severity, _float(entry[2])))
         self.detections.append(fired)
 
     def __len__(self) -> int:
