@@ -417,7 +417,9 @@ def _kept_first(indices: np.ndarray[Any, Any], columns: Columns) -> list[int]:
     return sorted((int(i) for i in indices), key=lambda i: (not columns.kept_list[i], i))
 
 
-def _diagnosis(columns: Columns, segments: list[Segment], masks: Mapping[str, Any]) -> Any:
+def _diagnosis(
+    columns: Columns, segments: list[Segment], masks: Mapping[str, Any]
+) -> dict[str, Any]:
     """Detector rates and the diagnosis scores of the rows that carry a diagnosis."""
     diagnosed = np.asarray(columns.diagnosed, dtype=np.bool_)
     resolved = columns.resolved()
