@@ -63,60 +63,20 @@ def write_sidecars(everything: Path, curated: Path) -> int:
     return total
 
 
+def _curate(root: Path, output: str, *extra: str) -> None:
+    """`trajcurate run` of `root/jobs` into `root/output`, keeping every scored bundle."""
+    argv = ["run", "--input", str(root / "jobs"), "--output", str(root / output)]
+    argv += ["--instance-status", "all", "--diagnose", "--no-progress", *extra]
+    assert trajcurate(argv) == 0
+
+
 def make_run(
     root: Path, jobs: int = 2, trials: int = 60, seed: int = 7, min_score: float = 0.7
 ) -> Path:
     """Synth jobs, two runs and the sidecars; returns the curated output folder."""
-    flags = ["--no-progress"]
-    assert (
-        trajcurate(
-            [
-                "synth",
-                "--out",
-                str(root / "jobs"),
-                "--jobs",
-                str(jobs),
-                "--trials",
-                str(trials),
-                "--seed",
-                str(seed),
-            ]
-        )
-        == 0
-    )
-    assert (
-        trajcurate(
-            [
-                "run",
-                "--input",
-                str(root / "jobs"),
-                "--output",
-                str(root / "all"),
-                "--instance-status",
-                "all",
-                "--diagnose",
-                *flags,
-            ]
-        )
-        == 0
-    )
-    assert (
-        trajcurate(
-            [
-                "run",
-                "--input",
-                str(root / "jobs"),
-                "--output",
-                str(root / "curated"),
-                "--instance-status",
-                "all",
-                "--min-score",
-                str(min_score),
-                "--diagnose",
-                *flags,
-            ]
-        )
-        == 0
-    )
+    synth = ["synth", "--out", str(root / "jobs"), "--jobs", str(jobs), "--trials", str(trials)]
+    assert trajcurate([*synth, "--seed", str(seed)]) == 0
+    _curate(root, "all")
+    _curate(root, "curated", "--min-score", str(min_score))
     write_sidecars(root / "all", root / "curated")
     return root / "curated"

@@ -263,23 +263,15 @@ def test_score_row_takes_the_trajectory_scoring_built() -> None:
 
     record = _record("/app/main.go", "bash: go: command not found")
     built = build_trajectory(record, "claudecode")
-    given = score_row(
-        record,
-        job="j",
-        reward=0.0,
-        resolved=False,
-        decision="rejected",
-        reason="instance status is 'unresolved'",
-        trajectory=built,
-    )
-    assert given == score_row(
-        record,
-        job="j",
-        reward=0.0,
-        resolved=False,
-        decision="rejected",
-        reason="instance status is 'unresolved'",
-    )
+    facts: dict[str, Any] = {
+        "job": "j",
+        "reward": 0.0,
+        "resolved": False,
+        "decision": "rejected",
+        "reason": "instance status is 'unresolved'",
+    }
+    given = score_row(record, **facts, trajectory=built)
+    assert given == score_row(record, **facts)
     assert given["language"] == "go" and given["reason"] == "instance status is 'unresolved'"
 
 
