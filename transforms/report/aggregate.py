@@ -193,11 +193,13 @@ def _masks(
 
 
 def _distributions(
-    columns: Columns, segments: list[Segment], masks: Mapping[str, Any]
+    columns: Columns, keys: Iterable[str], segments: list[Segment], masks: Mapping[str, Any]
 ) -> dict[str, Any]:
+    """Per score and segment: histograms of resolved and unresolved trials, and how many
+    trials have no value."""
     resolved = columns.resolved()
     result: dict[str, Any] = {}
-    for key in REPORT_KEYS:
+    for key in keys:
         values = columns.array(key)
         present = ~np.isnan(values)
         per_segment = {}
@@ -381,13 +383,14 @@ def _detector_row(
     name: str,
     fired: np.ndarray[Any, Any],
     columns: Columns,
-    masks: Mapping[str, Any],
-    segments: list[Segment],
+    groups: Mapping[str, np.ndarray[Any, Any]],
+    segments: Mapping[str, np.ndarray[Any, Any]],
 ) -> dict[str, Any]:
-    """One detector's rates (over the diagnosed trials of each segment), severities seen,
-    mean confidence and the first example rows."""
-    diagnosed = np.asarray(columns.diagnosed, dtype=np.bool_)
-    resolved = columns.resolved()
+    """One detector's rates, severities seen, mean confidence and first example rows.
+
+    `groups` holds the diagnosed trials (`all`), and those resolved and unresolved; `segments`
+    the diagnosed trials of each segment, by key: a rate's denominator is one of them.
+    """
     severities: Counter[str] = Counter()
     confidences = []
     for index in np.flatnonzero(fired):
@@ -402,12 +405,12 @@ def _detector_row(
         "title": known.title if known else name,
         "axis": known.axis if known else "unknown",
         "fired": int(fired.sum()),
-        "rate": _rate(fired, diagnosed),
-        "rate_resolved": _rate(fired, diagnosed & resolved),
-        "rate_unresolved": _rate(fired, diagnosed & ~resolved),
+        "rate": _rate(fired, groups["all"]),
+        "rate_resolved": _rate(fired, groups["resolved"]),
+        "rate_unresolved": _rate(fired, groups["unresolved"]),
         "severities": dict(sorted(severities.items())),
         "mean_confidence": _mean(np.asarray(confidences)[~np.isnan(confidences)]),
-        "segments": {s.key: _rate(fired, diagnosed & masks[s.key]) for s in segments},
+        "segments": {key: _rate(fired, chosen) for key, chosen in segments.items()},
         "examples": _kept_first(np.flatnonzero(fired), columns)[:DETECTOR_EXAMPLES],
     }
 
@@ -427,19 +430,25 @@ def _diagnosis(
     for index, found in enumerate(columns.detections):
         for name in {d[0] for d in found}:
             rows_fired[name].append(index)
+    groups = {
+        "all": diagnosed,
+        "resolved": diagnosed & resolved,
+        "unresolved": diagnosed & ~resolved,
+    }
+    per_segment = {s.key: diagnosed & masks[s.key] for s in segments}
     detectors = []
     for name, indices in rows_fired.items():
         fired = np.zeros(len(columns), dtype=np.bool_)
         fired[indices] = True
-        detectors.append(_detector_row(name, fired, columns, masks, segments))
+        detectors.append(_detector_row(name, fired, columns, groups, per_segment))
     detectors.sort(key=lambda d: (-d["fired"], d["detector"]))
+    histograms = _distributions(columns, DIAGNOSIS_KEYS, [Segment("all", "all")], masks)
     scores = {}
     for key in DIAGNOSIS_KEYS:
         values = columns.array(key)
         present = ~np.isnan(values)
         scores[key] = {
-            "resolved": stats.histogram(values[present & resolved], HISTOGRAM_BINS),
-            "unresolved": stats.histogram(values[present & ~resolved], HISTOGRAM_BINS),
+            **histograms[key]["all"],
             "mean_resolved": _mean(values[present & resolved]),
             "mean_unresolved": _mean(values[present & ~resolved]),
         }
@@ -498,7 +507,7 @@ def aggregate(
         ],
         "hidden_segments": hidden,
         "threshold": threshold,
-        "distributions": _distributions(columns, segments, masks),
+        "distributions": _distributions(columns, REPORT_KEYS, segments, masks),
         "separation": _separation(columns, separation_keys, segments, masks, resamples, seed),
         "threshold_grid": _threshold_grid(columns, threshold_key, segments, masks),
         "lowest_resolved": _lowest_resolved(columns, segments, masks, examples_per_segment),
