@@ -26,6 +26,12 @@ def shared_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def composed(shared_dir: Path) -> Path:
+    """The Harbor jobs folder around real trajectories (`shared/data/composed/jobs`)."""
+    return shared_dir / "data" / "composed" / "jobs"
+
+
+@pytest.fixture(scope="session")
 def cases_path(shared_dir: Path) -> Path:
     """The 335 reference-scored IM records."""
     return shared_dir / CASES_RELPATH

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from pipelines.cli import main
 from scorers.llm_judges.fixed_rubrics import CHECK_KEYS
 
 TRUNCATED_TOOL_RESULT_CASE = 282  # cases.jsonl line whose longest tool result is 17,921 chars
@@ -72,3 +74,18 @@ def small_record(messages: list[dict[str, Any]], **unique_info: Any) -> dict[str
         "tools": [],
         "messages": messages,
     }
+
+
+def judged_run(inputs: Path, out: Path, base_url: str, *extra: str) -> int:
+    """`trajcurate run` of every trial (`--instance-status all`) with the judges' requests
+    going to `base_url` (a loopback server); `extra` picks the judge and the rest."""
+    argv = ["run", "--no-progress", "--input", str(inputs), "--output", str(out)]
+    argv += ["--instance-status", "all", "--llm-base-url", base_url, "--llm-model", "fake-judge"]
+    return main([*argv, *extra])
+
+
+def main_records(out: Path, job: str) -> list[dict[str, Any]]:
+    """The main-agent records of a run's `<out>/<job>/im.jsonl`, in file order."""
+    lines = (out / job / "im.jsonl").read_bytes().splitlines()
+    records = [orjson.loads(line) for line in lines]
+    return [r for r in records if r["meta_info"]["unique_info"]["_agent_type"] == "main"]

@@ -18,17 +18,12 @@ from typing import Any
 import orjson
 import pytest
 from fake_llm_server import FakeLLMServer, status
+from llm_judge_fixtures import judged_run, main_records
 
-from pipelines.cli import main
 from transforms.llm.strategies import FixedChecklist
 
 JOB = "2026-06-16__12-00-00"
 KEY = "sk-test-acceptance-0123456789"
-
-
-@pytest.fixture
-def composed(shared_dir: Path) -> Path:
-    return shared_dir / "data" / "composed" / "jobs"
 
 
 @pytest.fixture
@@ -38,34 +33,8 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
         yield fake
 
 
-def run(composed: Path, out: Path, base_url: str, *extra: str) -> int:
-    return main(
-        [
-            "run",
-            "--no-progress",
-            "--input",
-            str(composed),
-            "--output",
-            str(out),
-            "--instance-status",
-            "all",
-            "--llm-base-url",
-            base_url,
-            "--llm-model",
-            "fake-judge",
-            *extra,
-        ]
-    )
-
-
 def judged(out: Path) -> list[dict[str, Any]]:
-    lines = (out / JOB / "im.jsonl").read_bytes().splitlines()
-    records = [orjson.loads(line) for line in lines]
-    return [
-        r["meta_info"]["unique_info"]["_llm_judge"]
-        for r in records
-        if r["meta_info"]["unique_info"]["_agent_type"] == "main"
-    ]
+    return [r["meta_info"]["unique_info"]["_llm_judge"] for r in main_records(out, JOB)]
 
 
 def metrics(out: Path) -> Mapping[str, int]:
@@ -79,7 +48,7 @@ def test_schema_valid_answers_always_score_and_a_rerun_costs_nothing(
     server.script(status(500))
     cache = str(tmp_path / "cache")
     judge = ("--llm-judge", "both", "--llm-cache", cache, "--llm-concurrency", "3")
-    assert run(composed, tmp_path / "a", server.base_url, *judge) == 0
+    assert judged_run(composed, tmp_path / "a", server.base_url, *judge) == 0
     first = judged(tmp_path / "a")
     assert len(first) == 6  # every trial of the composed job
     for outputs in first:
@@ -91,7 +60,7 @@ def test_schema_valid_answers_always_score_and_a_rerun_costs_nothing(
     assert counted["llm.normalised"] > 0  # the random answers did need repairs
     assert counted["judge.in"] == counted["judge.kept"] == 6
     server.reset()
-    assert run(composed, tmp_path / "b", server.base_url, *judge) == 0
+    assert judged_run(composed, tmp_path / "b", server.base_url, *judge) == 0
     assert server.requests == []
     assert judged(tmp_path / "b") == first
     replayed = metrics(tmp_path / "b")
@@ -113,7 +82,7 @@ def test_a_judge_that_raises_dead_letters_its_bundle_only(
         return judge(self, record, complete)
 
     monkeypatch.setattr(FixedChecklist, "judge", broken_on_one)
-    assert run(composed, tmp_path, server.base_url, "--llm-judge", "fixed") == 0
+    assert judged_run(composed, tmp_path, server.base_url, "--llm-judge", "fixed") == 0
     assert len(judged(tmp_path)) == 5
     (dead,) = [
         orjson.loads(line)
@@ -165,7 +134,7 @@ def test_a_setup_that_cannot_work_fails_before_any_trial_is_read(
     else:
         monkeypatch.setenv("OPENAI_API_KEY", key)
     out = tmp_path / "out"
-    assert run(composed, out, base_url.format(port=port), "--llm-judge", "dynamic") == 2
+    assert judged_run(composed, out, base_url.format(port=port), "--llm-judge", "dynamic") == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"trajcurate run: error: {message.format(port=port)}")
     assert not (out / JOB).exists() and not (out / "manifest.json").exists()
@@ -176,5 +145,5 @@ def test_a_dry_run_needs_neither_key_nor_endpoint(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    assert run(composed, tmp_path, url, "--llm-judge", "both", "--llm-dry-run") == 0
+    assert judged_run(composed, tmp_path, url, "--llm-judge", "both", "--llm-dry-run") == 0
     assert (tmp_path / "llm_dry_run.json").exists()

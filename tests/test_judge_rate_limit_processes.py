@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 from fake_llm_server import FakeLLMServer, max_in_window
-
-from pipelines.cli import main
+from llm_judge_fixtures import judged_run
 
 KEY = "sk-test-rate-limit-0123456789"
 
@@ -43,31 +42,10 @@ def trials(cases_lines: list[bytes], folder: Path, count: int) -> Path:
 
 
 def run(inputs: Path, out: Path, server: FakeLLMServer, *extra: str) -> int:
-    return main(
-        [
-            "run",
-            "--no-progress",
-            "--input",
-            str(inputs),
-            "--output",
-            str(out),
-            "--instance-status",
-            "all",
-            "--llm-judge",
-            "fixed",
-            "--llm-base-url",
-            server.base_url,
-            "--llm-model",
-            "fake-judge",
-            "--llm-batch-size",
-            "1",
-            "--direct_num_workers",
-            "2",
-            "--direct_running_mode",
-            "multi_processing",
-            *extra,
-        ]
-    )
+    """Fixed-checklist judging, one record a request, in two worker processes."""
+    workers = ("--direct_num_workers", "2", "--direct_running_mode", "multi_processing")
+    extra = ("--llm-judge", "fixed", "--llm-batch-size", "1", *workers, *extra)
+    return judged_run(inputs, out, server.base_url, *extra)
 
 
 def busiest_and_quietest(arrivals: list[float], window: float) -> tuple[int, int]:

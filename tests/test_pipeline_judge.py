@@ -4,21 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 from fake_llm_server import FakeLLMServer, drop, malformed, slow, status
-
-from pipelines.cli import main
+from llm_judge_fixtures import judged_run, main_records
 
 JOB = "2026-06-16__12-00-00"
 KEY = "sk-test-never-shown-0123456789"
-
-
-@pytest.fixture
-def composed(shared_dir: Path) -> Path:
-    return shared_dir / "data" / "composed" / "jobs"
 
 
 @pytest.fixture
@@ -29,30 +22,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
 
 
 def run(composed: Path, out: Path, server: FakeLLMServer, *extra: str) -> int:
-    return main(
-        [
-            "run",
-            "--no-progress",
-            "--input",
-            str(composed),
-            "--output",
-            str(out),
-            "--instance-status",
-            "all",
-            "--llm-base-url",
-            server.base_url,
-            "--llm-model",
-            "fake-judge",
-            "--llm-max-retries",
-            "6",
-            *extra,
-        ]
-    )
-
-
-def main_records(out: Path) -> list[dict[str, Any]]:
-    records = [orjson.loads(line) for line in (out / JOB / "im.jsonl").read_bytes().splitlines()]
-    return [r for r in records if r["meta_info"]["unique_info"]["_agent_type"] == "main"]
+    return judged_run(composed, out, server.base_url, "--llm-max-retries", "6", *extra)
 
 
 def test_every_main_record_ends_judged_or_with_an_error_under_faults(
@@ -69,7 +39,7 @@ def test_every_main_record_ends_judged_or_with_an_error_under_faults(
         malformed(),
     )
     assert run(composed, tmp_path, server, "--llm-judge", "both", "--llm-concurrency", "3") == 0
-    records = main_records(tmp_path)
+    records = main_records(tmp_path, JOB)
     assert len(records) == 6  # every trial of the composed job, none lost
     for record in records:
         judged = record["meta_info"]["unique_info"]["_llm_judge"]
@@ -92,7 +62,7 @@ def test_tqs_score_and_judge_outputs_stay_apart(
     composed: Path, tmp_path: Path, server: FakeLLMServer
 ) -> None:
     assert run(composed, tmp_path, server, "--llm-judge", "fixed") == 0
-    for record in main_records(tmp_path):
+    for record in main_records(tmp_path, JOB):
         info = record["meta_info"]["unique_info"]
         assert not any(key.startswith("llm_") for key in info["_score"])
         assert 0.0 <= info["_llm_judge"]["llm_composite_score"] <= 1.0
@@ -114,8 +84,10 @@ def test_a_rerun_with_the_same_cache_sends_no_request(
         == 0
     )
     assert len(server.requests) == 0
-    judged_a = [r["meta_info"]["unique_info"]["_llm_judge"] for r in main_records(tmp_path / "a")]
-    judged_b = [r["meta_info"]["unique_info"]["_llm_judge"] for r in main_records(tmp_path / "b")]
+    judged_a, judged_b = (
+        [r["meta_info"]["unique_info"]["_llm_judge"] for r in main_records(tmp_path / name, JOB)]
+        for name in ("a", "b")
+    )
     assert judged_a == judged_b
 
 
@@ -146,7 +118,7 @@ def test_dry_run_counts_calls_and_cost_without_calling(
     assert 1 <= by_purpose["generate_checklist"] < 6  # the hello-world attempts share one
     assert estimate["calls"] == sum(by_purpose.values())
     assert estimate["cost_usd_max"] > 0
-    records = main_records(tmp_path)
+    records = main_records(tmp_path, JOB)
     # no judge output: the schema's `_llm_judge` key is there, null (transforms/sinks/schema.py)
     assert all(r["meta_info"]["unique_info"]["_llm_judge"] is None for r in records)
 
@@ -180,4 +152,4 @@ def test_filter_on_a_judge_score(composed: Path, tmp_path: Path, server: FakeLLM
         )
         == 0
     )
-    assert len(main_records(tmp_path)) == 6
+    assert len(main_records(tmp_path, JOB)) == 6

@@ -47,11 +47,6 @@ def resolved_trials(jobs: Path) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def composed(shared_dir: Path) -> Path:
-    return shared_dir / "data" / "composed" / "jobs"
-
-
-@pytest.fixture(scope="module")
 def default_run(composed: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("run")
     assert run([composed], out) == 0

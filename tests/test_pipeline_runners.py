@@ -20,11 +20,6 @@ JOB = "2026-06-16__12-00-00"
 DATA_FILES = ("im.jsonl", "lf.json", "lf.stats.json", "rejects.jsonl", "dead_letter.jsonl")
 
 
-@pytest.fixture(scope="module")
-def composed(shared_dir: Path) -> Path:
-    return shared_dir / "data" / "composed" / "jobs"
-
-
 def run(composed: Path, out: Path, *extra: str) -> int:
     return main(["run", "--no-progress", "--input", str(composed), "--output", str(out), *extra])
 
