@@ -12,6 +12,10 @@ from typing import Any
 
 from scorers.im import InvalidRecord, validate_im_record
 
+# The fidelity kind a reader counts when its log ends on tool results the model never
+# answered (transforms/readers/conversation.py cuts them): the run was stopped after a call.
+UNANSWERED_RESULTS = "unanswered_tool_results_dropped"
+
 _ALLOWED_NEXT = {
     "user": frozenset({"assistant"}),
     "assistant": frozenset({"tool", "user"}),
@@ -100,11 +104,33 @@ def schema_problem(record: object) -> str | None:
 
 
 def trainable_problem(record: Mapping[str, Any]) -> str | None:
-    """Why a valid IM record cannot be SFT data (role order, nothing to learn), or None."""
+    """Why a valid IM record cannot be SFT data (role order, a run cut off after a tool
+    result, nothing to learn), or None."""
     problem = role_order_problem(record)
     if problem:
         return f"invalid role order: {problem}"
-    return nothing_to_train_problem(record)
+    return stopped_after_result_problem(record) or nothing_to_train_problem(record)
+
+
+def stopped_after_result_problem(record: Mapping[str, Any]) -> str | None:
+    """Why a record whose log ended on tool results the model never answered is no SFT data.
+
+    Its reader cut those results (the model never saw them), so the record ends on the calls
+    that produced them: the run was stopped mid-task (a timeout, a kill, a step limit), and
+    training on it would teach the model to stop after a call. Its score says so too (SUB's
+    base, DPI's truncation penalty); a run that ends on a call nobody answered by design
+    (OpenHands' `finish`) has no result to cut and is not affected.
+    """
+    info = (record.get("meta_info") or {}).get("unique_info") or {}
+    metadata = info.get("_instance_metadata") if isinstance(info, Mapping) else None
+    fidelity = metadata.get("fidelity") if isinstance(metadata, Mapping) else None
+    count = fidelity.get(UNANSWERED_RESULTS) if isinstance(fidelity, Mapping) else None
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        return (
+            f"truncated: the run stopped after {count} tool result(s) the model never "
+            "answered (its last call got no reply)"
+        )
+    return None
 
 
 def nothing_to_train_problem(record: Mapping[str, Any]) -> str | None:

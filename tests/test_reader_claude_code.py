@@ -636,7 +636,7 @@ def test_tool_result_blocks_images_and_local_command_lines(tmp_path: Path) -> No
     assert fidelity == {
         "images_dropped": 2,
         "non_text_blocks_dropped": 1,
-        "trailing_messages_dropped": 1,
+        "unanswered_user_turns_dropped": 1,
     }
 
 

@@ -261,7 +261,7 @@ def test_unanswered_tail_and_interruption_are_reported(tmp_path: Path) -> None:
     bundle = read_one(write_rollout(tmp_path / "rollout-c.jsonl", lines))
     record = bundle["records"][0]
     assert record["messages"][-1]["role"] == "assistant"
-    assert fidelity(record)["unanswered_messages_dropped"] == 1
+    assert fidelity(record)["unanswered_tool_results_dropped"] == 1
     assert fidelity(record)["compactions"] == 1
     assert any("interrupted" in w for w in bundle["warnings"])
     assert any("compacted 1 time" in w for w in bundle["warnings"])

@@ -20,6 +20,7 @@ from conformance.sources import openhands_eval as counter
 from role_order import assert_valid_role_order
 
 from scorers.im import validate_im_record
+from scorers.im_validity import trainable_problem
 from transforms.readers import openhands_eval
 from transforms.readers.bundle import Bundle
 from transforms.readers.openhands import ERROR_NOTE
@@ -62,10 +63,15 @@ def test_real_output_is_one_valid_bundle_per_instance(shared_dir: Path) -> None:
         assert record["meta_info"]["teacher"] == "openai/openrouter-llama-4-maverick"
         info = record["meta_info"]["unique_info"]
         assert info["_instance_metadata"]["agent_class"] == "CodeActAgent"
-        assert info["_instance_metadata"]["fidelity"] == {"recall_observations_skipped": 1}
+        fidelity = info["_instance_metadata"]["fidelity"]
+        assert fidelity.pop("recall_observations_skipped") == 1
+        # the run that hit its iteration limit ended on a command's output, never answered
+        cut_off = bundle is bundles[2]
+        assert fidelity == ({"unanswered_tool_results_dropped": 1} if cut_off else {})
         assert record["messages"][1]["content"].startswith("<uploaded_files>\n/workspace/ponylang")
     last = bundles[2]["records"][0]["meta_info"]["unique_info"]["_instance_metadata"]
     assert last["error"].startswith("RuntimeError: Agent reached maximum iteration")
+    assert trainable_problem(bundles[2]["records"][0]).startswith("truncated: the run stopped")
     usage = bundles[0]["records"][0]["meta_info"]["unique_info"]["_usage"]
     assert usage["total_prompt_tokens"] == 565158 and usage["total_completion_tokens"] == 2558
 

@@ -4,9 +4,10 @@
   each `_score` equal to the reference's, whatever its role order; records that cannot be
   SFT data (a run that stops after a tool result, two assistant turns in a row, ...) carry
   `_trainable` with the reason, the others null.
-- `trajcurate run` on a truncated trajectory with reward 1: its `scores.jsonl` row carries the
-  score, it is rejected from the SFT files at `trainable` with its reason, and the report
-  counts it.
+- `trajcurate run` on a truncated trajectory with reward 1 (an IM record ending on a tool
+  result; a Harbor trial whose ATIF trajectory stops after a tool result): its `scores.jsonl`
+  row carries the score, it is rejected from the SFT files at `trainable` with its reason,
+  and the report counts it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import orjson
 import pytest
 from conftest import CASES_RELPATH
+from reader_checks import good_trial, trajectory_doc
 from test_tqs_reference import format_diff, score_diff
 
 from pipelines.cli import main
@@ -108,3 +110,44 @@ def test_a_truncated_resolved_run_is_scored_reported_and_kept_out_of_sft(
     assert manifest["counts"]["rejected.trainable"] == 1
     page = (out / "report" / "index.html").read_text(encoding="utf-8")
     assert "1 scored trials" in page.replace("\n", " ")
+
+
+def _cut_off_trajectory() -> dict[str, Any]:
+    """An ATIF trajectory whose last step is a call and its result: the agent was stopped
+    (a timeout) before the model answered the result."""
+    doc = trajectory_doc()
+    doc["steps"] = doc["steps"][:2]
+    return doc
+
+
+def test_a_harbor_trial_stopped_after_a_tool_result_is_scored_reported_and_kept_out_of_sft(
+    tmp_path: Path,
+) -> None:
+    job = tmp_path / "jobs" / "job"
+    job.mkdir(parents=True)
+    (job / "config.json").write_bytes(orjson.dumps({"job_name": "job"}))
+    good_trial(job, "finished")
+    good_trial(job, "cut-off", {"agent/trajectory.json": _cut_off_trajectory()})
+    out = tmp_path / "out"
+    args = ["run", "--no-progress", "--input", str(tmp_path / "jobs"), "--output", str(out)]
+    assert main([*args, "--report"]) == 0
+    rows = {r["instance_id"]: r for r in _lines(out / "job" / "scores.jsonl")}
+    assert sorted(rows) == ["cut-off", "finished"]
+    cut = rows["cut-off"]
+    # scored as the reference scores a claudecode run that ends on a call: SUB base 0, the
+    # truncation penalty in DPI
+    assert cut["score"]["composite_score"] is not None
+    assert cut["score"]["sub_score"] == 0.0
+    assert cut["decision"] == "rejected"
+    assert rows["finished"]["decision"] == "kept"
+    rejects = _lines(out / "job" / "rejects.jsonl")
+    assert [(r["stage"], r["instance_id"]) for r in rejects] == [("trainable", "cut-off")]
+    assert "truncated: the run stopped after 1 tool result(s)" in rejects[0]["reason"]
+    kept = [r["meta_info"]["unique_info"]["_instance_id"] for r in _lines(out / "job" / "im.jsonl")]
+    assert kept == ["finished"]
+    assert len(orjson.loads((out / "job" / "lf.json").read_bytes())) == 1
+    manifest = orjson.loads((out / "job" / "manifest.json").read_bytes())
+    assert manifest["counts"]["rejected.trainable"] == 1
+    assert manifest["fidelity"]["harbor-atif"]["unanswered_tool_results_dropped"] == 1
+    page = (out / "report" / "index.html").read_text(encoding="utf-8").replace("\n", " ")
+    assert "2 scored trials" in page

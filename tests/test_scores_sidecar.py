@@ -28,7 +28,8 @@ from transforms.report.rows import diagnosis_summary  # noqa: E402
 
 pytest_plugins = ["object_stores"]
 
-SCORED_STAGES = ("gate", "filter", "dedup", "best_of_k")  # rejects that happen after scoring
+# rejects that happen after scoring
+SCORED_STAGES = ("trainable", "gate", "filter", "dedup", "best_of_k")
 ROW_KEYS = [
     "instance_id",
     "job",
@@ -254,6 +255,11 @@ def test_diagnosed_trials_carry_their_diagnosis(corpus: Path, tmp_path: Path) ->
             if r["meta_info"]["unique_info"]["_agent_type"] == "main"
         }
         rows = _jsonl(folder / "scores.jsonl")
+        # a run cut off after a tool result is diagnosed, then kept out of the SFT files
+        cut_off = [row for row in rows if row["decision"] == "rejected"]
+        assert all(row["reason"].startswith("record 1 of 1: truncated") for row in cut_off)
+        assert all(row["diagnosis"] is not None for row in cut_off)
+        rows = [row for row in rows if row["decision"] == "kept"]
         assert rows and {row["instance_id"] for row in rows} == set(mains)
         for row in rows:
             diagnosis = mains[row["instance_id"]]["_diagnosis"]

@@ -128,16 +128,18 @@ def test_best_of_k_keeps_the_best_scored_per_task(corpus: Path, tmp_path: Path) 
     folder = _job(run(corpus, tmp_path / "best", "--best-of-k", "1", "--dedup", "off"))
     counts = _balanced(folder)
     rows = _jsonl(folder / "scores.jsonl")
-    candidates = defaultdict(list)  # the resolved trials: what reached selection
+    rejects = _jsonl(folder / "rejects.jsonl")
+    untrainable = {r["instance_id"] for r in rejects if r["stage"] == "trainable"}
+    candidates = defaultdict(list)  # the resolved, trainable trials: what reached selection
     for row in rows:
-        if row["resolved"]:
+        if row["resolved"] and row["instance_id"] not in untrainable:
             candidates[row["task"]].append(row)
     expected = sorted(
         min(group, key=lambda r: (-r["score"]["composite_score"], r["instance_id"]))["instance_id"]
         for group in candidates.values()
     )
     assert sorted(_main_ids(folder)) == expected
-    dropped = [r for r in _jsonl(folder / "rejects.jsonl") if r["stage"] == "best_of_k"]
+    dropped = [r for r in rejects if r["stage"] == "best_of_k"]
     assert (
         counts["rejected.best_of_k"] == len(dropped) == sum(len(g) - 1 for g in candidates.values())
     )

@@ -59,12 +59,15 @@ def steps_to_messages(
     warnings: list[str],
     prompt: str | None = None,
     cleanup: HarborClaudeCleanup | None = None,
+    counts: Counter[str] | None = None,
+    subagent: bool = False,
 ) -> list[Message]:
     """Convert ATIF steps; SFT rules drop copied context and `llm_call_count == 0` steps.
 
     Every dropped step is counted in a warning. A trajectory with no user step gets one:
     `prompt` (the task instruction, when the caller knows it) or an empty message, warned.
     `cleanup`: a Harbor Claude Code trajectory's placeholders and appended chunks go.
+    `counts` / `subagent`: what `normalise_roles` cuts after the last agent turn is counted.
     """
     messages: list[Message] = []
     dropped: Counter[str] = Counter()
@@ -92,7 +95,7 @@ def steps_to_messages(
     for reason, count in dropped.items():
         warnings.append(f"{label}: {count} step(s) dropped: {reason}")
     with_prompt = ensure_prompt(messages, prompt, label, warnings)
-    return normalise_roles(with_prompt)
+    return normalise_roles(with_prompt, counts, subagent=subagent)
 
 
 def _wrong(where: str, value: Any, expected: str) -> ReaderError:

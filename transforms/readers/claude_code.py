@@ -45,7 +45,6 @@ from typing import Any
 
 from transforms.readers.bundle import Bundle, ReaderError, main_record, new_bundle, note_fidelity
 from transforms.readers.claude_code_agents import (
-    MAIN,
     is_message,
     is_sidechain,
     is_warmup,
@@ -54,7 +53,7 @@ from transforms.readers.claude_code_agents import (
     split_streams,
     unique_events,
 )
-from transforms.readers.claude_code_conversation import Call, Conversation
+from transforms.readers.claude_code_conversation import MAIN, Call, Conversation
 from transforms.readers.claude_code_stream import stream_json_events
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
 from transforms.readers.context import NativeRecords, ReadContext

@@ -31,9 +31,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from transforms.readers.claude_code_conversation import LOCAL_COMMAND, Call, Conversation
+from transforms.readers.claude_code_conversation import LOCAL_COMMAND, MAIN, Call, Conversation
 
-MAIN = "main"
 WARMUP_PROMPT = "Warmup"
 SPAWNING_TOOLS = frozenset({"Task", "Agent"})
 _SKIPPED_LINES = {"attachment": "attachments_skipped", "summary": "summary_lines_skipped"}

@@ -22,7 +22,8 @@ merges the rest), so:
   tells the model not to answer them), `system` lines of subtype `local_command` (sent as
   user text);
 - what `normalise_roles` removes after the last assistant message (a result or request the
-  model never answered) is counted `trailing_messages_dropped`.
+  model never answered) is counted (`unanswered_tool_results_dropped`,
+  `unanswered_user_turns_dropped`; `subagent_`-prefixed for a sidechain).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from transforms.readers.claude_code_render import (
     user_blocks_text,
 )
 from transforms.readers.conversation import Message, normalise_roles
+
+MAIN = "main"  # the key and label of the main session's conversation
 
 SYNTHETIC_MODEL = "<synthetic>"
 LOCAL_COMMAND = "local_command"
@@ -137,10 +140,7 @@ class Conversation:
                 out.append({"role": "user", "content": item})
             else:
                 out.extend(item.messages())
-        last = max((i for i, m in enumerate(out) if m["role"] == "assistant"), default=None)
-        if last is not None:
-            self.counts["trailing_messages_dropped"] += len(out) - last - 1
-        return normalise_roles(out)
+        return normalise_roles(out, self.counts, subagent=self.label != MAIN)
 
     def usage(self) -> dict[str, Any]:
         """Token totals, counting each API response once (its last, cumulative usage)."""

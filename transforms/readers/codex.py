@@ -53,6 +53,7 @@ Rules (a record holds what the model saw and said, nothing else):
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -177,10 +178,8 @@ def _record(
             "summary instead of the earlier messages"
         )
     prompted = ensure_prompt(rollout.messages, instruction, label, warnings)
-    last_assistant = max(
-        (i for i, m in enumerate(prompted) if m["role"] == "assistant"), default=-1
-    )
-    messages = normalise_roles(prompted)
+    counts = Counter(rollout.fidelity)
+    messages = normalise_roles(prompted, counts, subagent=subagent)
     if not has_conversation(messages):
         raise ReaderError(
             f"{label}: no conversation: the rollout has no user message and model turn"
@@ -200,8 +199,6 @@ def _record(
         query_source=FORMAT,
         date=date_of(rollout.meta.get("timestamp") or rollout.start),
     )
-    counts = dict(rollout.fidelity)
-    counts["unanswered_messages_dropped"] = len(prompted) - 1 - last_assistant
     note_fidelity([record], counts)
     return record
 

@@ -11,23 +11,44 @@ from its native logs or from its `trajectory.json` gives the same conversation:
   rejected call, a harness notice): the model saw it as the user's words, not the tool's;
 - a tool result before any user turn becomes the user turn;
 - two assistant turns with nothing between them are one turn;
-- nothing after the last assistant message (the model never answered it).
+- nothing after the last assistant message (the model never answered it). What goes is
+  counted: `unanswered_tool_results_dropped` (the run stopped after a tool result: a timeout,
+  a kill, a step limit; the `trainable` stage keeps such a run out of the SFT files),
+  `final_action_results_dropped` (the reply to a call that ends the run by design, such as
+  SWE-agent's `submit`, which returns the patch: nobody was meant to answer it) and
+  `unanswered_user_turns_dropped`.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
+
+from scorers.im_validity import UNANSWERED_RESULTS
 
 Message = dict[str, Any]
 JOINER = "\n\n"
+UNANSWERED_USER_TURNS = "unanswered_user_turns_dropped"
+FINAL_ACTION_RESULTS = "final_action_results_dropped"
+# Calls that end a run by design (SWE-agent `submit`, OpenHands `finish`, Terminus-2's ATIF
+# `mark_task_complete`): a reply to one is the harness closing the run, not a cut-off.
+FINAL_ACTIONS = frozenset({"submit", "finish", "mark_task_complete"})
 
 
 def join(first: str, second: str) -> str:
     return JOINER.join(part for part in (first, second) if part)
 
 
-def normalise_roles(messages: list[Message]) -> list[Message]:
-    """system? user (assistant tool* user?)* ... assistant — see the module docstring."""
+def normalise_roles(
+    messages: list[Message], counts: Counter[str] | None = None, *, subagent: bool = False
+) -> list[Message]:
+    """system? user (assistant tool* user?)* ... assistant — see the module docstring.
+
+    `counts` (a reader's fidelity counter) gets the messages cut after the last assistant turn,
+    under `subagent_`-prefixed kinds for a subagent's conversation (only the main agent's
+    decide whether the instance is trainable).
+    """
     out: list[Message] = []
     for message in messages:
         role = message["role"]
@@ -51,9 +72,32 @@ def normalise_roles(messages: list[Message]) -> list[Message]:
             continue
         out.append(message)
     if any(m["role"] == "assistant" for m in out):
+        _count_unanswered(messages, counts, "subagent_" if subagent else "")
         while out[-1]["role"] != "assistant":
             out.pop()
     return out
+
+
+def _count_unanswered(messages: list[Message], counts: Counter[str] | None, prefix: str) -> None:
+    """Count the messages after the last assistant one (all of them go), by role."""
+    if counts is None:
+        return
+    last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+    names = {_call_name(call) for call in messages[last].get("tool_calls") or []}
+    results = FINAL_ACTION_RESULTS if names & FINAL_ACTIONS else UNANSWERED_RESULTS
+    for message in messages[last + 1 :]:
+        if message["role"] == "tool":
+            counts[prefix + results] += 1
+        elif message["role"] == "user":
+            counts[prefix + UNANSWERED_USER_TURNS] += 1
+
+
+def _call_name(call: Any) -> Any:
+    """A call's name, in a reader's flat form (`name`) or the OpenAI one (`function.name`)."""
+    if not isinstance(call, Mapping):
+        return None
+    function = call.get("function")
+    return function.get("name") if isinstance(function, Mapping) else call.get("name")
 
 
 def _merge_assistant(into: Message, message: Message) -> None:

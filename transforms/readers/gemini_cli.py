@@ -140,11 +140,11 @@ def _session_records(
 ) -> list[dict[str, Any]]:
     session = load_session(files, path)
     conversation = Conversation(session.messages)
-    fidelity = Counter(session.fidelity) + conversation.fidelity
     warnings.extend([*session.warnings, *conversation.warnings])
     main = _record(
         session, conversation, instance_id, agent, metadata, usage, instruction, warnings
     )
+    fidelity = Counter(session.fidelity) + conversation.fidelity
     records = [main]
     for agent_id in conversation.subagent_ids:
         subagent = _subagent_record(files, path, session, agent_id, instance_id, agent, warnings)
@@ -170,7 +170,8 @@ def _record(
     agent_type: str = "main",
 ) -> dict[str, Any]:
     label = "gemini-cli session"
-    messages = normalise_roles(ensure_prompt(conversation.messages, instruction, label, warnings))
+    prompted = ensure_prompt(conversation.messages, instruction, label, warnings)
+    messages = normalise_roles(prompted, conversation.fidelity, subagent=agent_type != "main")
     if not has_conversation(messages):
         raise ReaderError("no conversation: the session has no user turn and model turn")
     models = conversation.models

@@ -155,7 +155,7 @@ class _Run:
         usage: dict[str, Any],
     ) -> dict[str, Any]:
         prompted = ensure_prompt(self.messages, self.instruction, self.label, self.warnings)
-        messages = normalise_roles(prompted)
+        messages = normalise_roles(prompted, self.fidelity)
         if not has_conversation(messages):
             raise ReaderError("no messages: the stream has no prompt and model turn")
         record = build_im_record(

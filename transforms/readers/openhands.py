@@ -265,7 +265,7 @@ class _Conversation:
         messages: list[Message] = [{"role": "system", "content": self.system}]
         for item in self.items:
             messages.extend(item.messages() if isinstance(item, _Turn) else [item])
-        messages = normalise_roles(messages)
+        messages = normalise_roles(messages, self.fidelity)
         if not has_conversation(messages):
             raise ReaderError("no messages: the events hold no user message and model turn")
         return build_im_record(

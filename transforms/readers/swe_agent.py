@@ -121,7 +121,7 @@ def records_from_agent_dir(ctx: ReadContext, agent_dir: Path) -> NativeRecords |
     mini = _MiniRun(load_json(ctx.files, path))
     found = mini.agent()
     agent = {k: ctx.agent.get(k) or found.get(k) for k in ("name", "version", "model")}
-    messages = normalise_roles([{"role": "system", "content": ""}, *mini.messages])
+    messages = normalise_roles([{"role": "system", "content": ""}, *mini.messages], mini.fidelity)
     if not has_conversation(messages):
         raise ReaderError(f"{HARBOR_MINI_FILE}: no messages: no user message and model turn")
     metadata = {**ctx.metadata, "scaffold": SCAFFOLD}
@@ -244,7 +244,8 @@ def _bundle(
     gen_params: dict[str, Any],
     fidelity: Counter[str] | None = None,
 ) -> Bundle:
-    messages = normalise_roles([{"role": "system", "content": ""}, *messages])
+    counts = Counter(fidelity or {})
+    messages = normalise_roles([{"role": "system", "content": ""}, *messages], counts)
     if not has_conversation(messages):
         raise ReaderError("no messages: no user message and model turn")
     has_calls = any(m.get("tool_calls") for m in messages)
@@ -266,7 +267,7 @@ def _bundle(
         gen_params=gen_params,
         query_source=format,
     )
-    note_fidelity([record], fidelity or {})
+    note_fidelity([record], counts)
     return new_bundle(
         instance_id,
         str(path),
