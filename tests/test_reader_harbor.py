@@ -352,3 +352,50 @@ def test_a_folder_without_trials_is_refused(tmp_path: Path) -> None:
         list(read(tmp_path / "folder"))
     with pytest.raises(ReaderError, match="no Harbor trial found"):
         list(read(tmp_path / "folder" / "empty"))
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("1_0", "not a decimal number: '1_0'"),
+        ("nan", "not a decimal number: 'nan'"),
+        ("inf", "not a decimal number: 'inf'"),
+        ("0x1", "not a decimal number: '0x1'"),
+        ("10", "10.0 is outside [0, 1]: no reward"),
+        ("-0.5", "-0.5 is outside [0, 1]: no reward"),
+    ],
+)
+def test_reward_txt_is_a_decimal_number_in_the_unit_interval(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    _trial(tmp_path, "a__1", _result("a__1"), _trajectory(), {"verifier/reward.txt": text})
+    (bundle,) = read(tmp_path)
+    assert (bundle["rewards"], bundle["reward_source"]) == (None, None)
+    assert any(problem in w for w in bundle["warnings"]), bundle["warnings"]
+
+
+def test_rewards_outside_the_unit_interval_are_dropped_with_their_key(tmp_path: Path) -> None:
+    result = _result("a__1", {"reward": 2.0, "partial": 0.5})
+    _trial(tmp_path, "a__1", result, _trajectory())
+    (bundle,) = read(tmp_path)
+    assert bundle["rewards"] == {"partial": 0.5}
+    assert (
+        "result.json verifier_result: reward key 'reward' dropped: 2.0 is outside [0, 1]"
+        in bundle["warnings"]
+    )
+
+
+def test_nan_in_result_json_is_null_with_a_warning_not_a_lost_trial(tmp_path: Path) -> None:
+    """Python's json.dumps writes NaN for a float it cannot express (a timing, a reward)."""
+    body = orjson.dumps(_result("a__1", {"reward": 1.0})).decode()
+    body = body.replace('"reward":1.0', '"reward":NaN').replace("{", '{"t":Infinity,', 1)
+    _trial(tmp_path, "a__1", body.encode(), _trajectory(), {"verifier/reward.txt": "1.0"})
+    (bundle,) = read(tmp_path)
+    assert len(bundle["records"]) == 1
+    # the NaN reward is no reward (the next source, reward.txt, is used), warned
+    assert (bundle["rewards"], bundle["reward_source"]) == ({"reward": 1.0}, "reward.txt")
+    assert (
+        "result.json: 2 Infinity, NaN value(s) read as null (not JSON numbers)"
+        in bundle["warnings"]
+    )
+    assert any("non-numeric reward key 'reward' dropped" in w for w in bundle["warnings"])

@@ -9,6 +9,7 @@ a warning naming the path, and never opened. Every file is opened through the tr
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -30,16 +31,45 @@ def load_document(files: TrialFiles, path: Path, shown: str) -> dict[str, Any]:
     return data
 
 
-def load_object(files: TrialFiles, path: Path, shown: str) -> dict[str, Any]:
+def load_object(
+    files: TrialFiles, path: Path, shown: str, warnings: list[str] | None = None
+) -> dict[str, Any]:
     """A JSON object, or `ReaderError` with a one-line reason naming `shown` (`FileMissing`
-    when the file does not exist)."""
-    raw = files.read_bytes(path)
+    when the file does not exist).
+
+    With `warnings`, a document that is JSON but for `NaN` / `Infinity` / `-Infinity` (what
+    Python's `json.dumps` writes for a float it cannot express) is read with those values as
+    null, warned: one timing field must not lose a whole trial; a reward that was NaN is then
+    no reward, with its reason.
+    """
+    text = utf8_json(files.read_bytes(path), shown)
     try:
-        data = orjson.loads(utf8_json(raw, shown))
+        data = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise ReaderError(f"{shown}: corrupt JSON ({exc})") from None
+        data = _constants_as_null(text, shown, warnings) if warnings is not None else None
+        if data is None:
+            raise ReaderError(f"{shown}: corrupt JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ReaderError(f"{shown}: not a JSON object")
+    return data
+
+
+def _constants_as_null(text: str | bytes, shown: str, warnings: list[str]) -> Any:
+    """The document with its non-standard constants as null, or None when it has none (or
+    is corrupt for another reason)."""
+    found: list[str] = []
+
+    def null(name: str) -> None:
+        found.append(name)
+
+    try:
+        data = json.loads(text, parse_constant=null)
+    except ValueError:
+        return None
+    if not found:
+        return None
+    names = ", ".join(sorted(set(found)))
+    warnings.append(f"{shown}: {len(found)} {names} value(s) read as null (not JSON numbers)")
     return data
 
 

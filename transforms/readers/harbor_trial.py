@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,7 +84,7 @@ def read_trial(
     files = files or TrialFiles(trial_dir, limits)
     warnings: list[str] = []
     try:
-        result = _load_object(files, trial_dir / "result.json", "result.json")
+        result = _load_object(files, trial_dir / "result.json", "result.json", warnings)
     except ReaderError as exc:
         return new_bundle(trial_dir.name, source, "harbor", [], job=job, warnings=[str(exc)])
     if result is None:
@@ -160,7 +161,7 @@ def _rewards(
     reward_json = verifier_dir / "reward.json"
     if files.is_file(reward_json):
         try:
-            data = _load_object(files, reward_json, "verifier/reward.json")
+            data = _load_object(files, reward_json, "verifier/reward.json", warnings)
         except ReaderError as exc:
             warnings.append(str(exc))
             data = None
@@ -178,7 +179,9 @@ def _rewards(
         if not text:
             warnings.append("verifier/reward.txt is empty: no reward")
         elif value is None:
-            warnings.append(f"verifier/reward.txt is not a number: {text[:40]!r}")
+            warnings.append(f"verifier/reward.txt is not a decimal number: {text[:40]!r}")
+        elif (problem := _range_problem(value)) is not None:
+            warnings.append(f"verifier/reward.txt: {problem}: no reward")
         else:
             return {"reward": value}, "reward.txt"
     return None, None
@@ -191,23 +194,41 @@ def _numeric(raw: Mapping[str, Any], where: str, warnings: list[str]) -> dict[st
         if number is None or not math.isfinite(number):
             warnings.append(f"{where}: non-numeric reward key {key!r} dropped")
             continue
+        problem = _range_problem(float(number))
+        if problem is not None:
+            warnings.append(f"{where}: reward key {key!r} dropped: {problem}")
+            continue
         rewards[str(key)] = float(number)
     return rewards
 
 
+# A plain decimal number, as a verifier writes one: no `_` separators, `nan`, `inf` or hex
+# (Python's float() would take `1_0` as 10.0).
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def _float(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
+    if not _DECIMAL.fullmatch(text):
         return None
+    value = float(text)
     return value if math.isfinite(value) else None
 
 
-def _load_object(files: TrialFiles, path: Path, shown: str) -> dict[str, Any] | None:
+def _range_problem(value: float) -> str | None:
+    """Why a reward is not one (Harbor's verifiers give a value in [0, 1]), or None."""
+    if 0.0 <= value <= 1.0:
+        return None
+    return f"{value!r} is outside [0, 1]"
+
+
+def _load_object(
+    files: TrialFiles, path: Path, shown: str, warnings: list[str] | None = None
+) -> dict[str, Any] | None:
     """A JSON object from `path`; None when the file is absent; ReaderError when corrupt,
-    refused (outside the trial, not a regular file, over the size cap) or not an object."""
+    refused (outside the trial, not a regular file, over the size cap) or not an object.
+    With `warnings`, NaN / Infinity values are read as null, warned (`load_object`)."""
     try:
-        return load_object(files, path, shown)
+        return load_object(files, path, shown, warnings)
     except FileMissing:
         return None
 
