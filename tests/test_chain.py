@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,38 @@ def test_control_characters_and_escape_sequences_are_removed_and_counted() -> No
     record = {"messages": [{"role": "user", "content": "a\x00b"}], "meta": {"k\x01": "v"}}
     assert clean_record(record) == 2
     assert record == {"messages": [{"role": "user", "content": "ab"}], "meta": {"k": "v"}}
+
+
+def test_every_format_character_and_noncharacter_is_removed_and_counted() -> None:
+    """Every Cf character Python knows (but the joiners) and every noncharacter goes."""
+    kept_joiners = {0x200C, 0x200D}
+    for code in range(0x110000):
+        char = chr(code)
+        noncharacter = 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE
+        if code in kept_joiners or not (unicodedata.category(char) == "Cf" or noncharacter):
+            continue
+        assert clean_text(f"a{char}b") == ("ab", 1), f"U+{code:04X}"
+        record = {"messages": [{"content": f"a{char}b"}]}
+        assert clean_record(record) == 1, f"U+{code:04X}"  # the fast check sees it
+        assert record["messages"][0]["content"] == "ab"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "count"),
+    [
+        ("pay\u202eusd\u202c.exe", "payusd.exe", 2),  # RTL override and its pop
+        ("api\u200b_key\ufeff", "api_key", 2),  # zero-width space, BOM
+        ("a\u061cb\ufffe\U0010ffff", "ab", 3),  # Arabic letter mark, noncharacters
+        ("one\u2028two\u2029three", "one\ntwo\nthree", 2),  # separators become newlines
+        ("\U0001f469\u200d\U0001f4bb done", "\U0001f469\u200d\U0001f4bb done", 0),  # emoji ZWJ
+        ("\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645", None, 0),  # Persian ZWNJ
+        ("sk\u200d-\u200cabc\u200d", "sk-abc", 3),  # joiners next to ASCII hide text
+    ],
+)
+def test_invisible_unicode_is_removed_but_joiners_inside_words_stay(
+    text: str, expected: str | None, count: int
+) -> None:
+    assert clean_text(text) == (text if expected is None else expected, count)
 
 
 def test_a_clean_record_is_left_as_it_is() -> None:
@@ -206,7 +239,12 @@ def test_control_characters_are_removed_from_written_data_and_counted(
     assert stats["control_chars_removed"] == counts["cleaned.control_chars"]
 
 
-@given(st.text(alphabet=st.sampled_from("ab é°©\u00a0\t\n\r\x00\x01\x1b[m\x7f\x85\x9f\u2028✓\\u0")))
+_ALPHABET = (
+    "ab é°©\u00a0\t\n\r\x00\x01\x1b[m\x7f\x85\x9f\u2028✓\\u0\u202e\u200b\u200d\ufeff\U0001f469"
+)
+
+
+@given(st.text(alphabet=st.sampled_from(_ALPHABET)))
 def test_the_fast_check_finds_every_record_that_needs_cleaning(text: str) -> None:
     expected = clean_text(text)
     record = {"messages": [{"content": text}]}

@@ -4,8 +4,20 @@ Agents' logs carry terminal output: ANSI colour sequences, NUL bytes, carriage-r
 spinners, lone surrogates from broken decoders. A model learns nothing from them and some
 writers choke on them, so every string of a record loses its ANSI escape sequences and its
 C0/C1 control characters (tab, newline and carriage return stay) and lone surrogates; what was
-removed is counted. A value nested deeper than `MAX_DEPTH` cannot come from a real trajectory
-and would stop the JSON writers, so it raises `TooDeep` naming where it is.
+removed is counted.
+
+Invisible Unicode goes too, counted with them: format characters (category Cf: bidi overrides
+and isolates such as U+202E, which make text read differently from how it is stored;
+zero-width spaces; the BOM U+FEFF; the Arabic letter mark U+061C; soft hyphens; tag
+characters), noncharacters (U+FDD0..U+FDEF and the last two code points of every plane, such
+as U+FFFE and U+10FFFF) and the line / paragraph separators U+2028 / U+2029 (each becomes a
+newline, which is what they mean). The zero-width joiner and non-joiner U+200D / U+200C stay
+between two non-ASCII characters: there they glue emoji sequences (woman + ZWJ + laptop) and
+spell Persian and Indic words; next to ASCII or at an edge they carry nothing and only hide
+text (a keyword or a key split by an invisible character), so they go.
+
+A value nested deeper than `MAX_DEPTH` cannot come from a real trajectory and would stop the
+JSON writers, so it raises `TooDeep` naming where it is.
 """
 
 from __future__ import annotations
@@ -16,17 +28,60 @@ from typing import Any
 import orjson
 
 MAX_DEPTH = 254  # orjson, which writes every output, refuses deeper values
-# An ANSI CSI / OSC sequence as a whole, else one control character or lone surrogate.
+# Unicode 14's format characters (Cf, what Python 3.11's unicodedata knows) but the joiners
+# U+200C / U+200D, handled apart; tests/test_chain.py checks the list against unicodedata.
+FORMAT_CHARACTERS = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b\u200e\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+)
+NONCHARACTERS = "\ufdd0-\ufdef" + "".join(
+    f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(17)
+)
+JOINERS = "\u200c\u200d"
+SEPARATORS = "\u2028\u2029"
+# An ANSI CSI / OSC sequence as a whole, else one control character, lone surrogate, format
+# character or noncharacter, else a joiner that is not between two non-ASCII characters.
 _UNWANTED = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
-    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]"
+    f"|[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\ud800-\\udfff{FORMAT_CHARACTERS}{NONCHARACTERS}]"
+    f"|(?<![^\\x00-\\x7f])[{JOINERS}]|[{JOINERS}](?![^\\x00-\\x7f])"
 )
+_SEPARATOR = re.compile(f"[{SEPARATORS}]")
 
 
 # orjson writes a C0 control as a `\u00XX` escape, DEL as itself and a C1 control as its
-# UTF-8 bytes (0xC2 0x80-0x9F); substring tests find these far faster than one regex.
+# UTF-8 bytes (0xC2 0x80-0x9F); substring tests find these far faster than one regex. The
+# other characters are found by the UTF-8 bytes they start with (all but their last byte).
 _C1_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")
+
+
+def _utf8_prefixes() -> tuple[tuple[bytes, re.Pattern[bytes]], ...]:
+    """(leading bytes, the pattern of the whole characters that start with them)."""
+    last_bytes: dict[bytes, set[int]] = {}
+    for part in re.findall(r".-.|.", FORMAT_CHARACTERS + NONCHARACTERS + JOINERS + SEPARATORS):
+        for code in range(ord(part[0]), ord(part[-1]) + 1):
+            encoded = chr(code).encode("utf-8")
+            last_bytes.setdefault(encoded[:-1], set()).add(encoded[-1])
+    return tuple(
+        (
+            prefix,
+            re.compile(
+                re.escape(prefix)
+                + b"["
+                + b"".join(re.escape(bytes([b])) for b in sorted(ends))
+                + b"]"
+            ),
+        )
+        for prefix, ends in sorted(last_bytes.items())
+    )
+
+
+# Typographic characters (U+2014, U+2019) share leading bytes with U+200B..U+206F: the
+# prefix test is the quick filter, the pattern decides.
+_PREFIXES = _utf8_prefixes()
 
 
 def _may_hold_controls(encoded: bytes) -> bool:
@@ -34,6 +89,10 @@ def _may_hold_controls(encoded: bytes) -> bool:
         b"\\u00" in encoded
         or b"\x7f" in encoded
         or (b"\xc2" in encoded and _C1_UTF8.search(encoded) is not None)
+        or (
+            not encoded.isascii()
+            and any(p in encoded and char.search(encoded) for p, char in _PREFIXES)
+        )
     )
 
 
@@ -42,11 +101,15 @@ class TooDeep(ValueError):
 
 
 def clean_text(text: str) -> tuple[str, int]:
-    """`text` without control characters and escape sequences; how many characters went."""
+    """`text` without control characters, escape sequences and invisible Unicode (see the
+    module docstring); how many characters went or were rewritten."""
+    separators = 0
+    if not text.isascii() and _SEPARATOR.search(text) is not None:
+        text, separators = _SEPARATOR.subn("\n", text)
     if _UNWANTED.search(text) is None:
-        return text, 0
+        return text, separators
     cleaned = _UNWANTED.sub("", text)
-    return cleaned, len(text) - len(cleaned)
+    return cleaned, separators + len(text) - len(cleaned)
 
 
 def clean_value(value: Any, where: str = "", depth: int = 0) -> tuple[Any, int]:
