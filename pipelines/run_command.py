@@ -32,6 +32,7 @@ from pipelines.run_checks import (
     set_filesystem_options,
 )
 from pipelines.run_log import RunLog
+from pipelines.terminal import escaped
 
 if TYPE_CHECKING:
     from pipelines.manifest import Increment
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
             remove_staging(config.output)  # what a killed run left behind
             return execute(config)
     except (ConfigError, OutputError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {escaped(str(exc))}", file=sys.stderr)
         return 2
 
 
@@ -179,9 +180,7 @@ def _report(config: RunConfig) -> int:
     return report_command.run(args)
 
 
-def _plan_increment(
-    config: RunConfig, log: RunLog
-) -> tuple[Increment, tuple[str, ...]] | None:
+def _plan_increment(config: RunConfig, log: RunLog) -> tuple[Increment, tuple[str, ...]] | None:
     """`--skip-unchanged`: None when nothing changed; else what the run knows and the inputs
     it has to curate (only the new and changed jobs, when it can tell; maybe none)."""
     from pipelines.incremental import kept_jobs, plan_inputs
@@ -290,7 +289,7 @@ def render_summary(summary: dict[str, Any], output: str, wall: float) -> str:
     rows.append((total, summary["run"]["counts"], summary["run"]["accounting"]))
     for job, counts, acc in rows:
         lines.append(
-            f"{job[:28]:<28} {acc['in']:>7} {acc['written']:>8} {acc['rejected']:>9} "
+            f"{escaped(job)[:28]:<28} {acc['in']:>7} {acc['written']:>8} {acc['rejected']:>9} "
             f"{acc['dead_lettered']:>6} {counts.get('records.main', 0):>6} "
             f"{counts.get('records.subagent', 0):>6}"
         )
@@ -299,8 +298,7 @@ def render_summary(summary: dict[str, Any], output: str, wall: float) -> str:
     balanced = summary["run"]["accounting"]["balanced"]
     lines.append(f"in = written + rejected + dead-lettered: {'yes' if balanced else 'NO'}")
     lines.append(
-        f"outputs: {output}/<job>/ (im, lf, lf.stats.json, rejects, dead_letter, scores, "
-        "manifest)"
+        f"outputs: {output}/<job>/ (im, lf, lf.stats.json, rejects, dead_letter, scores, manifest)"
     )
     lines.append(f"wall time: {wall:.1f} s")
     return "\n".join(lines)

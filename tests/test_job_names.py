@@ -6,10 +6,14 @@ import os
 import re
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reader_checks import good_trial
 
+from pipelines.cli import main
+from pipelines.terminal import escaped
 from transforms.sinks.names import (
     MAX_LENGTH,
     WINDOWS_RESERVED,
@@ -179,3 +183,23 @@ def test_property_result_is_one_safe_component(name: str) -> None:
 def test_property_distinct_names_get_distinct_folders(a: str, b: str) -> None:
     if a != b:
         assert safe_job_name(a) != safe_job_name(b)
+
+
+def test_a_crafted_job_name_cannot_fake_a_summary_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job name with LF / CR / ESC / a bidi override is shown escaped, on its own row."""
+    hostile = "evil\nTOTAL        999      999\r\x1b[2K\u202e"
+    job = tmp_path / "jobs" / "job"
+    job.mkdir(parents=True)
+    (job / "config.json").write_bytes(orjson.dumps({"job_name": hostile}))
+    good_trial(job, "t1")
+    out = tmp_path / "out"
+    assert (
+        main(["run", "--no-progress", "--input", str(tmp_path / "jobs"), "--output", str(out)]) == 0
+    )
+    shown = capsys.readouterr().out
+    assert not any(line.startswith("TOTAL        999") for line in shown.splitlines())
+    assert "\x1b" not in shown and "\r" not in shown and "\u202e" not in shown
+    assert "evil\\nTOTAL" in shown
+    assert escaped(hostile) == "evil\\nTOTAL        999      999\\r\\x1b[2K\\u202e"
