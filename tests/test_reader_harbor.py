@@ -399,3 +399,23 @@ def test_nan_in_result_json_is_null_with_a_warning_not_a_lost_trial(tmp_path: Pa
         in bundle["warnings"]
     )
     assert any("non-numeric reward key 'reward' dropped" in w for w in bundle["warnings"])
+
+
+@pytest.mark.parametrize("kind", ["subagent", "continuation"])
+def test_a_symlink_loop_in_a_reference_refuses_that_reference_only(
+    tmp_path: Path, kind: str
+) -> None:
+    if kind == "subagent":
+        doc = _trajectory({"subagent_trajectory_ref": [{"trajectory_path": "loop.json"}]})
+    else:
+        doc = _trajectory() | {"continued_trajectory_ref": {"trajectory_path": "loop.json"}}
+    trial = _trial(tmp_path / "job", "t__1", _result("t__1", {"reward": 1}), doc)
+    (trial / "agent/loop.json").symlink_to("loop-b.json")
+    (trial / "agent/loop-b.json").symlink_to("loop.json")
+    (bundle,) = read(tmp_path / "job")
+    assert _kinds(bundle) == (1, 0)  # the trial is read, its main record kept
+    assert any(
+        "refused trajectory path 'loop.json': it cannot be resolved (a symlink loop" in w
+        for w in bundle["warnings"]
+    ), bundle["warnings"]
+    assert_valid_records(bundle["records"])

@@ -77,7 +77,7 @@ def shown_path(path: Path, root: Path) -> str:
     """`path` relative to the root when it is inside it (for messages), else as given."""
     try:
         return str(path.resolve().relative_to(root))
-    except ValueError:
+    except (ValueError, RuntimeError, OSError):  # outside the root; a symlink loop
         return str(path)
 
 
@@ -103,7 +103,13 @@ def resolve_inside(raw: Any, base: Path, root: Path) -> tuple[Path | None, str |
     if ".." in posix.parts:
         return None, f"refused trajectory path {raw!r}: '..' leaves the trial folder"
     candidate = base.joinpath(*posix.parts)
-    resolved = candidate.resolve()
+    try:
+        resolved = candidate.resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError on a loop
+        return (
+            None,
+            f"refused trajectory path {raw!r}: it cannot be resolved (a symlink loop: {exc})",
+        )
     if not resolved.is_relative_to(root):
         return None, f"refused trajectory path {raw!r}: it resolves outside {root}"
     return resolved, None
