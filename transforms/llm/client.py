@@ -16,10 +16,12 @@ temperature 0 would repeat it — but answered with a repair turn (the bad answe
 wrong with it), at most `max_repairs` (2) times; 429/5xx/timeouts/dropped connections are
 retried with backoff within `retry.max_retries`, a separate budget.
 
-Cache: every exchange (conversation so far -> raw answer) is stored, malformed answers
-included, under the body the judge asked for. A re-run replays the same exchanges, repair
-turns and all, without a request; the raw text is parsed again, so a newer parser may
-accept what an older one refused.
+Cache: every exchange whose answer parses (conversation so far -> raw answer) is stored,
+under the body the judge asked for; a malformed answer never is, so a re-run asks again
+rather than replaying an answer that could not be used (a repaired answer is stored under the
+conversation that holds the bad one: a model that repeats itself is answered from the cache
+after its repair turn). The raw text is parsed again on replay, so a newer parser may accept
+what an older one refused.
 
 The API key comes from `OPENAI_API_KEY` (or `api_key=`). It is sent only as the
 Authorization header: never logged, never in an exception, a repr, a counter or an output,
@@ -167,12 +169,14 @@ class ChatClient:
         """Exchanges until one answer parses: a malformed answer gets a repair turn (the bad
         answer and what is wrong with it), at most `max_repairs` times."""
         while True:
-            exchange = self._exchange(request, state)
+            exchange, unstored_key = self._exchange(request, state)
             try:
                 answer, _parsed = parse_answer(exchange.raw_text, request.answer_model)
             except ValueError as exc:
                 self._repair_or_fail(str(exc), exchange, state, request)
                 continue
+            if unstored_key is not None:
+                self._store(unstored_key, request, exchange)
             self.counters.add("normalised", normalisations_of(answer))
             if state.requests == 0:
                 self.counters.add("cache_hits")
@@ -187,10 +191,13 @@ class ChatClient:
                 response_format=exchange.level,
             )
 
-    def _exchange(self, request: ChatRequestLike[BaseModel], state: _Attempts) -> _Exchange:
-        """The answer to the conversation in `state`: replayed from the cache (no request,
-        no token spent), else sent and then cached — malformed or not, so a re-run replays
-        the same repair turns without paying for them again."""
+    def _exchange(
+        self, request: ChatRequestLike[BaseModel], state: _Attempts
+    ) -> tuple[_Exchange, str | None]:
+        """The answer to the conversation in `state`, replayed from the cache (no request,
+        no token spent) or sent; with the cache key to store a sent answer under once it
+        parses (None: nothing to store). A malformed answer is never cached: a re-run asks
+        again instead of replaying an answer that could not be used."""
         key = None
         if self.cache is not None:
             key = self.exchange_key(request, state.messages)
@@ -198,12 +205,10 @@ class ChatClient:
             if cached is not None:
                 self._add_tokens(state, cached.tokens)
                 state.answers += 1
-                return cached
+                return cached, None
         exchange = self._send(request, state)
         state.answers += 1
-        if key is not None:
-            self._store(key, request, exchange)
-        return exchange
+        return exchange, key
 
     def exchange_key(
         self, request: ChatRequestLike[BaseModel], messages: list[Mapping[str, object]]
