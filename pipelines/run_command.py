@@ -152,7 +152,29 @@ def _curate(config: RunConfig, run_id: str, log: RunLog) -> int:
     log.finished(summary["run"], incremental=bool(increment.job_signatures))
     if not summary["run"]["accounting"]["balanced"]:
         return 1
+    if (failed := _every_judge_call_failed(config, summary["run"])) is not None:
+        print(f"{PROG}: {failed}", file=sys.stderr)
+        return JUDGE_FAILED
     return _report(config)
+
+
+# Exit status of a run whose outputs were published but whose every LLM judge call failed.
+JUDGE_FAILED = 3
+
+
+def _every_judge_call_failed(config: RunConfig, run: dict[str, Any]) -> str | None:
+    """The one-line reason when the judge was asked and never answered, else None."""
+    if not config.llm_judge or config.llm_dry_run:
+        return None
+    metrics = run.get("beam_metrics", {})
+    failures, answers = metrics.get("llm.failures", 0), metrics.get("llm.completions", 0)
+    if failures == 0 or answers > 0:
+        return None
+    return (
+        f"every LLM judge call failed ({failures} failures, no answer): the outputs are "
+        "published without judge scores (each record's llm_error says why); check "
+        "--llm-base-url, --llm-model and the API key"
+    )
 
 
 def _report(config: RunConfig) -> int:

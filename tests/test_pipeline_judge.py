@@ -153,3 +153,27 @@ def test_filter_on_a_judge_score(composed: Path, tmp_path: Path, server: FakeLLM
         == 0
     )
     assert len(main_records(tmp_path, JOB)) == 6
+
+
+def test_a_run_whose_every_judge_call_failed_exits_3(
+    composed: Path,
+    tmp_path: Path,
+    server: FakeLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-the-wrong-key-0123456789")  # 401 on every call
+    assert run(composed, tmp_path, server, "--llm-judge", "fixed") == 3
+    printed = capsys.readouterr()
+    (line,) = [x for x in printed.err.splitlines() if "every LLM judge call failed" in x]
+    assert "no answer" in line and "--llm-base-url" in line
+    records = main_records(tmp_path, JOB)  # published all the same, each with its error
+    assert len(records) == 6
+    assert all(r["meta_info"]["unique_info"]["_llm_judge"]["llm_error"] for r in records)
+
+
+def test_a_run_with_some_judge_answers_exits_0(
+    composed: Path, tmp_path: Path, server: FakeLLMServer
+) -> None:
+    server.script(status(401), status(401))
+    assert run(composed, tmp_path, server, "--llm-judge", "fixed") == 0
