@@ -65,6 +65,23 @@ def add_parser(subcommands: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+def job_folder_conflict(target: Path, output: Path) -> str | None:
+    """Why the report may not go to `target`: it is, or is inside, one of the run's job
+    folders (a job named `report`), which the report would overwrite; else None."""
+    output_real = output.resolve()
+    if not target.resolve().is_relative_to(output_real):
+        return None
+    for folder in (target, *target.parents):
+        if folder.resolve() == output_real:
+            break
+        if (folder / "manifest.json").is_file() or (folder / "im.jsonl").is_file():
+            return (
+                f"{target} is inside the job folder {folder} (a job of the run is named "
+                f"{folder.name!r}); give the report a folder of its own: --out DIR"
+            )
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         import matplotlib  # noqa: F401  (checked here for a one-line error)
@@ -79,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     output: Path = args.output
     target: Path = args.out or output / "report"
+    if (conflict := job_folder_conflict(target, output)) is not None:
+        print(f"{PROG}: error: {conflict}", file=sys.stderr)
+        return 2
     settings = ReportSettings(args.examples, args.threshold, args.resamples, args.seed)
     try:
         result = build_report(output, target, settings)

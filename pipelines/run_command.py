@@ -194,8 +194,8 @@ def _report(config: RunConfig) -> int:
         )
         return 0
     target = Path(config.output) / "report"
-    if (target / "manifest.json").exists():  # a job's folder happens to be named `report`
-        print(f"{PROG}: --report: {target} is a job's folder; run `trajcurate report -o DIR`")
+    if report_command.job_folder_conflict(target, target.parent) is not None:
+        print(f"{PROG}: --report: {target} is a job's folder; run `trajcurate report --out DIR`")
         return 0
     defaults = {name: option.default for name, option in report_command.REPORT_OPTIONS.items()}
     args = argparse.Namespace(output=Path(config.output), out=target, **defaults)

@@ -203,3 +203,25 @@ def test_a_crafted_job_name_cannot_fake_a_summary_line(
     assert "\x1b" not in shown and "\r" not in shown and "\u202e" not in shown
     assert "evil\\nTOTAL" in shown
     assert escaped(hostile) == "evil\\nTOTAL        999      999\\r\\x1b[2K\\u202e"
+
+
+def test_the_report_never_writes_into_a_job_folder_named_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "jobs" / "job"
+    job.mkdir(parents=True)
+    (job / "config.json").write_bytes(orjson.dumps({"job_name": "report"}))
+    good_trial(job, "t1")
+    out = tmp_path / "out"
+    assert (
+        main(["run", "--no-progress", "--input", str(tmp_path / "jobs"), "--output", str(out)]) == 0
+    )
+    before = {p.name: p.read_bytes() for p in (out / "report").iterdir()}
+    assert "im.jsonl" in before
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "is inside the job folder" in error and "--out DIR" in error
+    assert {p.name: p.read_bytes() for p in (out / "report").iterdir()} == before
+    assert main(["report", str(out), "--out", str(tmp_path / "page")]) == 0
+    assert (tmp_path / "page" / "index.html").is_file()
