@@ -151,6 +151,13 @@ CHAIN_OPTIONS = options_by_name(
         metavar="MB",
     ),
     Option(
+        "allow_hard_links",
+        bool,
+        False,
+        "read input files that have more than one hard link (refused by default: a hard "
+        "link can point at a file outside the trial, and no path check can see it)",
+    ),
+    Option(
         "input_format",
         str,
         None,
@@ -193,6 +200,7 @@ CURATION_OPTIONS = (
     "score_key",
     "redact",
     "max_file_mb",
+    "allow_hard_links",
     "scaffold_hints",
     "tqs_tools",
 )
@@ -240,4 +248,5 @@ def chain_settings(values: Mapping[str, Any]) -> ChainSettings:
 
 def read_limits(values: Mapping[str, Any]) -> ReadLimits:
     megabytes = values.get("max_file_mb") or CHAIN_OPTIONS["max_file_mb"].default
-    return ReadLimits(max_file_bytes=int(megabytes * MIB))
+    allow = bool(values.get("allow_hard_links"))
+    return ReadLimits(max_file_bytes=int(megabytes * MIB), allow_hard_links=allow)

@@ -254,6 +254,7 @@ class RunConfig:
     input_format: str | None = _default("input_format")
     redact: str = _default("redact")
     max_file_mb: float = _default("max_file_mb")
+    allow_hard_links: bool = _default("allow_hard_links")
     scaffold_hints: bool = _default("scaffold_hints")
     tqs_tools: str = _default("tqs_tools")
     tokenizer: str | None = _default("tokenizer")

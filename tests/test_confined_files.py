@@ -428,3 +428,37 @@ def test_valid_trials_are_unchanged_by_confinement(tmp_path: Path) -> None:
     (bundle,) = harbor.read(job)
     assert bundle["warnings"] == [] and bundle["format"] == "harbor-atif"
     assert_valid_records(bundle["records"])
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "refused"),
+    [
+        ("agent/trajectory.json", "trajectory.json", "refused agent/trajectory.json"),
+        ("result.json", "result.json", "refused result.json"),
+        ("verifier/reward.txt", "reward.txt", "refused verifier/reward.txt"),
+    ],
+)
+def test_a_hard_link_out_of_the_trial_is_refused(
+    tmp_path: Path, outside: Path, name: str, source: str, refused: str
+) -> None:
+    """A hard link is the same file as its target: no real-path check can see it leave."""
+    trial = good_trial(tmp_path / "job", "t__1", {"result.json": result_doc("t__1")})
+    (trial / name).unlink(missing_ok=True)
+    (trial / name).parent.mkdir(exist_ok=True)
+    os.link(outside / source, trial / name)
+    bundle = _only(tmp_path / "job")
+    assert MARKER not in _dump(bundle)
+    assert any(
+        w.startswith(f"{refused}: a file with 2 hard links") and "--allow-hard-links" in w
+        for w in bundle["warnings"]
+    ), bundle["warnings"]
+    (allowed,) = harbor.read(tmp_path / "job", ReadLimits(allow_hard_links=True))
+    assert MARKER in _dump(allowed) or allowed["rewards"] == {"reward": 1.0}
+
+
+def test_a_hard_linked_file_named_on_the_command_line_is_read(
+    tmp_path: Path, outside: Path
+) -> None:
+    os.link(outside / "trajectory.json", tmp_path / "given.json")
+    (bundle,) = read_atif(tmp_path / "given.json")
+    assert len(bundle["records"]) == 1

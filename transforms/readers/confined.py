@@ -69,9 +69,11 @@ _WIDE_BOMS = (
 
 @dataclass(frozen=True, slots=True)
 class ReadLimits:
-    """What a reader may read: `max_file_bytes` caps any one file (`--max-file-mb`)."""
+    """What a reader may read: `max_file_bytes` caps any one file (`--max-file-mb`);
+    `allow_hard_links` reads files with more than one hard link (`--allow-hard-links`)."""
 
     max_file_bytes: int = 512 * MIB
+    allow_hard_links: bool = False
 
 
 DEFAULT_LIMITS = ReadLimits()
@@ -293,6 +295,11 @@ class TrialFiles:
             f"refused {self.shown(path)}: {what} over the --max-file-mb cap of {_cap_text(cap)}"
         )
 
+    def _may_be_linked(self, path: str | os.PathLike[str]) -> bool:
+        """A file with several hard links is read only when allowed or given by the user (a
+        standalone input named on the command line is taken as it is)."""
+        return self.limits.allow_hard_links or os.path.abspath(path) in self._trusted
+
     def _open(self, path: str | os.PathLike[str], *, capped: bool) -> tuple[IO[bytes], int]:
         """(binary file, size) of a confined regular file, opened without blocking."""
         real = self.resolve(path)
@@ -314,6 +321,11 @@ class TrialFiles:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise self._refused(path, st.st_mode)
+            if st.st_nlink > 1 and not self._may_be_linked(path):
+                raise ReaderError(
+                    f"refused {self.shown(path)}: a file with {st.st_nlink} hard links (it may "
+                    "be a file outside the trial; --allow-hard-links reads it)"
+                )
             if capped and st.st_size > self.limits.max_file_bytes:
                 raise self._over_cap(path, st.st_size)
             handle = os.fdopen(fd, "rb")
