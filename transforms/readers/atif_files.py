@@ -105,11 +105,8 @@ def resolve_inside(raw: Any, base: Path, root: Path) -> tuple[Path | None, str |
     candidate = base.joinpath(*posix.parts)
     try:
         resolved = candidate.resolve()
-    except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError on a loop
-        return (
-            None,
-            f"refused trajectory path {raw!r}: it cannot be resolved (a symlink loop: {exc})",
-        )
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a loop
+        return None, f"refused trajectory path {raw!r}: it cannot be resolved (a symlink loop)"
     if not resolved.is_relative_to(root):
         return None, f"refused trajectory path {raw!r}: it resolves outside {root}"
     return resolved, None
