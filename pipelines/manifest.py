@@ -21,14 +21,16 @@ import orjson
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import RunConfig
-from pipelines.output_folder import publish_job, publish_run_files, verify_outputs
-from pipelines.run_pipeline import COUNTS_FILE, RESHAPES_FILE, STATS_STATE_FILE
+from pipelines.output_folder import OutputError, publish_job, publish_run_files, verify_outputs
+from pipelines.run_pipeline import RESHAPES_FILE, STATS_STATE_FILE
+from pipelines.terminal import escaped
 from scorers.tqs_v2 import SCORER_NAME, SCORER_VERSION
-from transforms.chain import accounting, fidelity_summary
+from transforms.chain import accounting, fidelity_summary, pipeline_inputs
 from transforms.report import SIDECAR
 from transforms.sinks import layout
 from transforms.sinks.beam_stats import MergeStats
 from transforms.sinks.lf import dataset_info, rendered_dataset_info_entry
+from transforms.sinks.names import COUNTS_PATTERN
 from transforms.sinks.parquet_sink import parquet_names, write_empty
 from transforms.sinks.stats import Stats
 
@@ -70,18 +72,37 @@ def unchanged_since_last_run(output: str, signature: str) -> str | None:
     return f"inputs, options and scorer unchanged, {len(folders)} job folder(s) verified"
 
 
-def _job_folders(staging: str) -> list[str]:
-    pattern = FileSystems.join(staging, "*", COUNTS_FILE)
-    matches = FileSystems.match([pattern])[0].metadata_list
-    return sorted(layout.basename(m.path.rsplit("/", 1)[0]) for m in matches)
+def _job_folders(staging: str) -> dict[str, str]:
+    """Each staged job folder and its counts file. Two counts files in one folder are two
+    raw job names written into it (a hash collision, or a case-insensitive filesystem
+    folding `Foo` onto `foo`): the run stops before anything is published."""
+    pattern = FileSystems.join(staging, "*", COUNTS_PATTERN)
+    found: dict[str, list[str]] = {}
+    for match in FileSystems.match([pattern])[0].metadata_list:
+        folder = layout.basename(match.path.rsplit("/", 1)[0])
+        found.setdefault(folder, []).append(match.path)
+    for folder, paths in sorted(found.items()):
+        if len(paths) > 1:
+            jobs = sorted(str(_read_json(path).get("job")) for path in paths)
+            shown = ", ".join(repr(escaped(job)) for job in jobs)
+            raise OutputError(
+                f"jobs {shown} map to one output folder {escaped(folder)!r}; nothing was "
+                "published: give one of them another job_name (config.json)"
+            )
+    return {folder: paths[0] for folder, paths in sorted(found.items())}
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    value = orjson.loads(layout.read_bytes(path))
+    return value if isinstance(value, dict) else {}
 
 
 def _pop_json(path: str) -> dict[str, Any]:
     if not layout.exists(path):
         return {}
-    value = orjson.loads(layout.read_bytes(path))
+    value = _read_json(path)
     layout.delete([path])
-    return value if isinstance(value, dict) else {}
+    return value
 
 
 def _complete(folder: str, num_shards: int, parquet: bool = False) -> list[str]:
@@ -138,18 +159,15 @@ def finalize(
     }
     jobs: dict[str, Any] = {}
     folders: dict[str, str] = {}
-    for folder in _job_folders(staging):
+    for folder, counts_file in _job_folders(staging).items():
         signature = increment.job_signatures.get(folder, increment.signature)
         own = {**common, "input_signature": signature}
-        job, manifest = _finish_job(config, staging, folder, own)
+        job, manifest = _finish_job(config, staging, folder, counts_file, own)
         jobs[job] = publish_job(config.output, staging, folder, manifest)
         folders[job] = folder
     kept = {m["job"]: m for f, m in increment.kept.items() if f not in folders.values()}
     folders.update({job: m["job_folder"] for job, m in kept.items()})
-    totals: dict[str, int] = {}
-    for manifest in [*jobs.values(), *kept.values()]:
-        for key, value in manifest["counts"].items():
-            totals[key] = totals.get(key, 0) + value
+    totals = _summed([*jobs.values(), *kept.values()])
     if kept:
         merged = _merged_stats([*jobs.values(), *kept.values()])
         _write_json(FileSystems.join(staging, "lf.stats.json"), merged)
@@ -160,7 +178,7 @@ def finalize(
         "curated_jobs": sorted(jobs),
         "kept_jobs": sorted(kept),
         "counts": dict(sorted(totals.items())),
-        "accounting": accounting(totals),
+        "accounting": _run_accounting(totals, _summed(list(jobs.values())), metrics or {}),
         "fidelity": fidelity_summary(totals),
         "beam_metrics": metrics or {},
     }
@@ -169,12 +187,34 @@ def finalize(
     return {"run": run, "jobs": jobs, "kept": kept}
 
 
+def _summed(manifests: list[dict[str, Any]]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for manifest in manifests:
+        for key, value in manifest["counts"].items():
+            totals[key] = totals.get(key, 0) + value
+    return totals
+
+
+def _run_accounting(
+    totals: dict[str, int], curated: dict[str, int], metrics: dict[str, int]
+) -> dict[str, Any]:
+    """The run's in = written + rejected + dead-lettered, and one more check: the jobs
+    curated by this run count, between them, every input the pipeline's counters saw (a job
+    whose counts were lost — two jobs in one folder — unbalances the run)."""
+    result = accounting(totals)
+    expected = pipeline_inputs(metrics)
+    if expected is not None:
+        result["pipeline_in"] = expected
+        result["balanced"] = result["balanced"] and accounting(curated)["in"] == expected
+    return result
+
+
 def _finish_job(
-    config: RunConfig, staging: str, folder: str, common: dict[str, Any]
+    config: RunConfig, staging: str, folder: str, counts_file: str, common: dict[str, Any]
 ) -> tuple[str, dict[str, Any]]:
     """Complete one staged job folder; its job name and manifest (not yet published)."""
     staged = FileSystems.join(staging, folder)
-    counted = _pop_json(f"{staged}/{COUNTS_FILE}")
+    counted = _pop_json(counts_file)
     job = counted["job"] if isinstance(counted.get("job"), str) else folder
     counts = counted.get("counts") or {}
     reshapes = _pop_json(f"{staged}/{RESHAPES_FILE}")

@@ -145,7 +145,11 @@ def _curate(config: RunConfig, run_id: str, log: RunLog) -> int:
             "the job publishes its outputs and manifests itself when it ends"
         )
         return 0
-    summary = finalize(config, staging, wall, metrics, increment)
+    try:
+        summary = finalize(config, staging, wall, metrics, increment)
+    except OutputError:
+        remove_staging(config.output)
+        raise
     print(render_summary(summary, config.output, wall))
     if config.llm_judge:
         print(_judge_line(config, summary["run"]))
@@ -319,6 +323,10 @@ def render_summary(summary: dict[str, Any], output: str, wall: float) -> str:
         lines.append(f"kept as the last run left them (unchanged): {len(kept)} job(s)")
     balanced = summary["run"]["accounting"]["balanced"]
     lines.append(f"in = written + rejected + dead-lettered: {'yes' if balanced else 'NO'}")
+    seen = summary["run"]["accounting"].get("pipeline_in")
+    counted = sum(m["accounting"]["in"] for m in summary["jobs"].values())
+    if seen is not None and seen != counted:
+        lines.append(f"the pipeline took in {seen} input(s), the job manifests count {counted}")
     lines.append(
         f"outputs: {output}/<job>/ (im, lf, lf.stats.json, rejects, dead_letter, scores, manifest)"
     )

@@ -44,11 +44,11 @@ from transforms.sinks.beam_sinks import (
     sum_counts,
 )
 from transforms.sinks.beam_stats import MergeStats, StatsCombineFn
+from transforms.sinks.names import counts_file_name
 from transforms.sinks.parquet_sink import WriteParquet
 from transforms.sinks.scores import stats_of
 from transforms.stages import DEAD_LETTER, REJECTED, DetectUnits, OpenUnits, job_of
 
-COUNTS_FILE = ".counts.json"
 DRY_RUN_FILE = "llm_dry_run.json"
 RESHAPES_FILE = ".lf_reshapes.json"
 STATS_STATE_FILE = ".stats_state.json"  # the job's mergeable stats, for incremental runs
@@ -211,7 +211,8 @@ def _write_outputs(
         | "AllCounts" >> beam.Flatten()
         | "SumCounts" >> beam.CombinePerKey(sum_counts)
     )
-    writes.append(counts | "WriteCounts" >> beam.ParDo(WriteJobJson(out, COUNTS_FILE, job_counts)))
+    counted = WriteJobJson(out, counts_file_name, job_counts)
+    writes.append(counts | "WriteCounts" >> beam.ParDo(counted))
     return writes
 
 

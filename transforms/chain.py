@@ -220,10 +220,23 @@ def read_counts(bundle: Mapping[str, Any]) -> dict[str, int]:
     records = bundle.get("records") or []
     metadata = records[0]["meta_info"]["unique_info"].get("_instance_metadata") if records else None
     fidelity = metadata.get("fidelity") if isinstance(metadata, Mapping) else None
-    for what, count in (fidelity.items() if isinstance(fidelity, Mapping) else ()):
+    for what, count in fidelity.items() if isinstance(fidelity, Mapping) else ():
         if isinstance(count, int) and not isinstance(count, bool) and count:
             counts[f"{FIDELITY_COUNT}{kind}.{what}"] = count
     return counts
+
+
+def pipeline_inputs(metrics: Mapping[str, int]) -> int | None:
+    """What came in, by the pipeline's own counters (bundles opened plus inputs refused or
+    lost at `detect` or `open`): the number the jobs' `in` must add up to. None when the
+    runner gave no counters."""
+    if f"{OPEN}.in" not in metrics and f"{DETECT}.in" not in metrics:
+        return None
+    return metrics.get(f"{OPEN}.kept", 0) + sum(
+        metrics.get(f"{stage}.{kind}", 0)
+        for stage in (DETECT, OPEN)
+        for kind in (REJECTED, DEAD_LETTER)
+    )
 
 
 def fidelity_summary(counts: Mapping[str, int]) -> dict[str, dict[str, int]]:

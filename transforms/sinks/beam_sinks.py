@@ -182,11 +182,15 @@ RUN_KEY = None
 class WriteJobJson(beam.DoFn):
     """(job, JSON-able value) -> DIR/<job>/<name>, or DIR/<name> for the run (sorted keys).
 
-    `render(job, value)`, when given, is what is written instead of the value (one of the
-    functions below: no transform of its own to call it)."""
+    `name` may be a function of the job (`counts_file_name`). `render(job, value)`, when
+    given, is what is written instead of the value (one of the functions below: no transform
+    of its own to call it)."""
 
     def __init__(
-        self, output: str, name: str, render: Callable[[str | None, Any], Any] | None = None
+        self,
+        output: str,
+        name: str | Callable[[str | None], str],
+        render: Callable[[str | None, Any], Any] | None = None,
     ) -> None:
         self.output = output
         self.name = name
@@ -198,7 +202,8 @@ class WriteJobJson(beam.DoFn):
             value = self.render(job, value)
         data = orjson.dumps(value, option=_SORT | orjson.OPT_INDENT_2) + b"\n"
         folder = self.output if job is RUN_KEY else layout.job_dir(self.output, job)
-        layout.write_bytes(f"{folder.rstrip('/')}/{self.name}", data)
+        name = self.name if isinstance(self.name, str) else self.name(job)
+        layout.write_bytes(f"{folder.rstrip('/')}/{name}", data)
         yield job
 
 
