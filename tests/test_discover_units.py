@@ -4,6 +4,7 @@ input is followed, and no FIFO or device blocks detection. Real folders under tm
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,7 +57,8 @@ def test_every_subfolder_of_a_job_is_a_trial_unit(tmp_path: Path) -> None:
     assert _reasons(bundles) == {
         "a__good": None,
         "b__empty": "empty trial folder: no result.json, agent/ or verifier/",
-        "c__cfg": "not a usable trial folder: no result.json, agent/ or verifier/ (config.json)",
+        "c__config_only": "not a usable trial folder: no result.json, agent/ or verifier/ "
+        "(config.json)",
         "d__truncated": "result.json: corrupt JSON (unexpected end of data: line 1 column 11 "
         "(char 10))",
     }
@@ -96,15 +98,71 @@ def test_a_trial_linked_out_of_its_job_is_refused(tmp_path: Path) -> None:
     job = _job(tmp_path, "job")
     elsewhere = good_trial(tmp_path / "elsewhere", "z__secret")
     (job / "e__linked").symlink_to(elsewhere, target_is_directory=True)
-    (job / "f__inside").symlink_to(job / "a__good", target_is_directory=True)
     units = {u.path.name: u for u in discover_trials([job])}
     reason = "refused e__linked: a symlink to a folder outside the job"
     assert units["e__linked"] == ReadUnit(job / "e__linked", None, reason, job="job")
-    assert units["f__inside"].format == "harbor"  # a link that stays inside the job is fine
     bundles = {Path(b["source"]).name: b for b in harbor.read(job)}
-    assert len(bundles) == len(units) == 6
+    assert len(bundles) == len(units) == 5
     assert bundles["e__linked"]["records"] == [] and bundles["e__linked"]["warnings"] == [reason]
     assert "z__secret" not in orjson.dumps(list(bundles.values())).decode()
+
+
+def test_a_link_to_a_sibling_trial_is_one_trial_not_two(tmp_path: Path) -> None:
+    """`alias -> a__good` inside the job was a second trial with the same instance id."""
+    job = _job(tmp_path, "job")
+    (job / "f__alias").symlink_to(job / "a__good", target_is_directory=True)
+    (job / "g__self").symlink_to(job, target_is_directory=True)
+    (job / "h__into").symlink_to(job / "a__good" / "agent", target_is_directory=True)
+    hidden = good_trial(job / ".store", "i__stored")
+    (job / "i__stored").symlink_to(hidden, target_is_directory=True)  # inside, read once
+    units = {u.path.name: u for u in discover_trials([job])}
+    assert (
+        units["f__alias"].refusal
+        == "refused f__alias: a symlink to a__good, which is read on its own"
+    )
+    assert units["g__self"].refusal == "refused g__self: a symlink to the job itself"
+    assert (
+        units["h__into"].refusal
+        == "refused h__into: a symlink to a__good, which is read on its own"
+    )
+    assert units["i__stored"].refusal is None and units["a__good"].refusal is None
+    ids = [b["instance_id"] for b in harbor.read(job) if b["records"]]
+    assert sorted(ids) == ["a__good", "i__stored"]
+
+
+def test_the_instance_id_is_the_trial_folder_not_the_trial_name(tmp_path: Path) -> None:
+    """`trial_name` is data an agent could write: trial B claiming A's id put two main
+    records with one id into one im.jsonl (rewards 1 and 0), merged on reading back."""
+    job = tmp_path / "job"
+    good_trial(job, "a__real")
+    forged = good_trial(job, "b__impostor")
+    result = orjson.loads((forged / "result.json").read_bytes())
+    (forged / "result.json").write_bytes(orjson.dumps({**result, "trial_name": "a__real"}))
+    odd = good_trial(job, "c__odd\u202e\x1b")
+    result = orjson.loads((odd / "result.json").read_bytes())
+    (odd / "result.json").write_bytes(orjson.dumps({**result, "trial_name": "\u0000"}))
+    bundles = {Path(b["source"]).name: b for b in harbor.read(job)}
+    assert bundles["a__real"]["instance_id"] == "a__real"
+    assert bundles["b__impostor"]["instance_id"] == "b__impostor"
+    main = bundles["b__impostor"]["records"][0]["meta_info"]["unique_info"]["_instance_metadata"]
+    assert main["trial_name"] == "a__real"  # kept, as metadata
+    odd_id = bundles["c__odd\u202e\x1b"]["instance_id"]
+    assert re.fullmatch(r"c__odd__~[0-9a-f]{8}", odd_id), odd_id
+
+
+def test_two_job_folders_with_one_name_keep_one_trial_per_id(tmp_path: Path) -> None:
+    """A copied job (same job_name, same trial folders) is one job: a trial folder name it
+    shares with the first is refused, naming the first, instead of one id twice."""
+    jobs = tmp_path / "jobs"
+    _job(jobs, "j1", job_name="same")
+    _job(jobs, "j2", job_name="same")
+    units = list(discover_trials([jobs]))
+    refused = {u.path.relative_to(jobs).as_posix(): u.refusal for u in units if u.refusal}
+    assert refused == {
+        f"j2/{name}": f"refused j2/{name}: its job already has a trial {name} (in j1/); give "
+        "one of the job folders its own job_name"
+        for name in ("a__good", "b__empty", "c__config_only", "d__truncated")
+    }
 
 
 def test_a_walk_stays_inside_its_input(tmp_path: Path) -> None:

@@ -143,9 +143,12 @@ def test_a_typical_run_is_one_valid_main_record(tmp_path: Path) -> None:
     bundles = list(opencode.read(_typical().write(tmp_path / "opencode.txt")))
     assert len(bundles) == 1
     bundle = bundles[0]
-    assert bundle["instance_id"] == SESSION
+    assert bundle["instance_id"] == tmp_path.name  # from the layout: the file's folder
     assert bundle["warnings"] == []
     (record,) = bundle["records"]
+    assert (
+        record["meta_info"]["unique_info"]["_instance_metadata"]["opencode_session_id"] == SESSION
+    )
     validate_im_record(record)
     assert_valid_role_order(record)
     roles = "system user assistant tool tool assistant tool assistant tool assistant".split()

@@ -18,6 +18,7 @@ A bundle is a plain dict (cheap to pickle between Beam stages):
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
@@ -136,8 +137,8 @@ def main_record(bundle: Bundle) -> dict[str, Any] | None:
     return None
 
 
-_GENERIC_STEMS = frozenset({"trajectory", "session", "events", "log", "agent"})
-_SUFFIXES = (".json", ".jsonl", ".traj", ".trajectory")
+_GENERIC_STEMS = frozenset({"trajectory", "session", "events", "log", "agent", "opencode"})
+_SUFFIXES = (".json", ".jsonl", ".txt", ".traj", ".trajectory")
 # Folders named for their role in a layout, not the run (`<trial>/agent/`, `…/logs/`).
 _GENERIC_FOLDERS = frozenset({"agent", "agents", "logs", "sessions", "chats"})
 
@@ -159,8 +160,21 @@ def standalone_instance_id(path: Path) -> str:
         else:
             break
     if stem not in _GENERIC_STEMS:
-        return stem
+        return layout_instance_id(stem)
     folder = path.parent
     while folder.name in _GENERIC_FOLDERS and folder.parent.name:
         folder = folder.parent  # `<trial>/agent/trajectory.json` -> the trial's name
-    return folder.name or stem
+    return layout_instance_id(folder.name or stem)
+
+
+def layout_instance_id(name: str) -> str:
+    """The instance id of a trial folder or a file, from its name (never from the data an
+    agent wrote: a `trial_name` could claim a sibling's id): the name itself when it is
+    printable, else its control, format and undecodable characters replaced by `_` and the
+    name's hash appended (`~` and 8 hex characters), so that two such names stay apart and no
+    id is empty or hides a control character."""
+    if name and name.isprintable():
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    shown = "".join(char if char.isprintable() else "_" for char in name)
+    return f"{shown}~{digest}"

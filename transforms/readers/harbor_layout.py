@@ -64,7 +64,9 @@ def is_trial(
 
 def child_folders(folder: Path, scope: str) -> list[tuple[Path, str | None]]:
     """Non-hidden subfolders in name order, each with a refusal when its real path leaves
-    `folder` (a symlink out); files, FIFOs and dangling links are not folders."""
+    `folder` (a symlink out) or reaches a folder read anyway (a symlink to a sibling, into
+    one, or to `folder` itself: one trial is one unit, never two); files, FIFOs and dangling
+    links are not folders."""
     real_folder = os.path.realpath(folder)
     try:
         with os.scandir(folder) as listing:
@@ -72,20 +74,41 @@ def child_folders(folder: Path, scope: str) -> list[tuple[Path, str | None]]:
     except OSError:
         return []
     out: list[tuple[Path, str | None]] = []
+    links: list[tuple[str, str]] = []
+    read: dict[str, str] = {}  # real path -> the child it is read as
     for name, entry in entries:
-        child = folder / name
         if not _is_symlink(entry):  # its real path is the folder's: no `realpath` to walk
             if _is_dir(entry):
-                out.append((child, None))
+                out.append((folder / name, None))
+                read[os.path.join(real_folder, name)] = name
             continue
-        real = os.path.realpath(child)
-        if not os.path.isdir(real):
-            continue
-        if real == real_folder or real.startswith(real_folder.rstrip(os.sep) + os.sep):
-            out.append((child, None))
-        else:
-            out.append((child, f"refused {name}: a symlink to a folder outside {scope}"))
-    return out
+        real = os.path.realpath(folder / name)
+        if os.path.isdir(real):
+            links.append((name, real))
+    for name, real in links:
+        refusal = _link_refusal(name, real, real_folder, read, scope)
+        if refusal is None:
+            read[real] = name
+        out.append((folder / name, refusal))
+    return sorted(out)
+
+
+def _link_refusal(
+    name: str, real: str, real_folder: str, read: dict[str, str], scope: str
+) -> str | None:
+    """Why the symlinked subfolder `name` (real path `real`) is not read, or None."""
+    if not _inside(real, real_folder):
+        return f"refused {name}: a symlink to a folder outside {scope}"
+    if real == real_folder:
+        return f"refused {name}: a symlink to {scope} itself"
+    for other_real, other in read.items():
+        if _inside(real, other_real) or _inside(other_real, real):
+            return f"refused {name}: a symlink to {other}, which is read on its own"
+    return None
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _is_symlink(entry: os.DirEntry[str]) -> bool:
@@ -158,9 +181,27 @@ def find_trials(
             jobs += 1
             units.extend(_job_units(child, grandchildren, limits))
     if jobs:
-        yield from units
+        yield from _one_trial_per_id(units)
     elif in_job and not path.name.startswith(".") and is_job(path.parent, limits):
         yield TrialDir(path, job_name(path.parent, limits))
+
+
+def _one_trial_per_id(units: list[TrialDir]) -> Iterator[TrialDir]:
+    """Two job folders with one `job_name` are one job; a trial folder name they share would
+    be one instance id twice (a copied job): the second is refused, naming the first."""
+    seen: dict[tuple[str | None, str], Path] = {}
+    for unit in units:
+        key = (unit.job, unit.path.name)
+        first = seen.setdefault(key, unit.path) if unit.refusal is None else unit.path
+        if first is unit.path:
+            yield unit
+        else:
+            reason = (
+                f"refused {unit.path.parent.name}/{unit.path.name}: its job already has a "
+                f"trial {unit.path.name} (in {first.parent.name}/); give one of the job "
+                "folders its own job_name"
+            )
+            yield TrialDir(unit.path, unit.job, reason)
 
 
 def _job_units(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from transforms.readers.atif import records_from_atif
 from transforms.readers.atif_files import load_object
-from transforms.readers.bundle import Bundle, ReaderError, new_bundle
+from transforms.readers.bundle import Bundle, ReaderError, layout_instance_id, new_bundle
 from transforms.readers.confined import DEFAULT_LIMITS, FileMissing, ReadLimits, TrialFiles
 from transforms.readers.context import NativeLogReader, NativeRecords, ReadContext
 from transforms.readers.im_builder import date_of
@@ -86,14 +86,15 @@ def read_trial(
     try:
         result = _load_object(files, trial_dir / "result.json", "result.json", warnings)
     except ReaderError as exc:
-        return new_bundle(trial_dir.name, source, "harbor", [], job=job, warnings=[str(exc)])
+        instance_id = layout_instance_id(trial_dir.name)
+        return new_bundle(instance_id, source, "harbor", [], job=job, warnings=[str(exc)])
     if result is None:
         if not (files.is_dir(trial_dir / "agent") or files.is_dir(trial_dir / "verifier")):
             return _not_a_trial(files, trial_dir, job)
         warnings.append("result.json missing: no trial result (rewards from verifier/ only)")
         result = {}
     config = _config(files, trial_dir, result)
-    instance_id = str(result.get("trial_name") or config.get("trial_name") or trial_dir.name)
+    instance_id = layout_instance_id(trial_dir.name)  # `trial_name` is metadata, not identity
     rewards, reward_source = trial_rewards(result, files, warnings)
     agent = _agent(result, config)
     metadata = _metadata(result, config, job, agent, rewards, reward_source)
@@ -131,8 +132,7 @@ def _not_a_trial(files: TrialFiles, trial_dir: Path, job: str | None) -> Bundle:
     else:
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         reason = f"not a usable trial folder: no result.json, agent/ or verifier/ ({shown})"
-    config = _config(files, trial_dir, {})
-    instance_id = str(config.get("trial_name") or trial_dir.name)
+    instance_id = layout_instance_id(trial_dir.name)
     warnings = [*refused, reason, *files.take_warnings()]
     return new_bundle(instance_id, str(trial_dir), "harbor", [], job=job, warnings=warnings)
 

@@ -33,7 +33,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from transforms.readers.bundle import Bundle, ReaderError, new_bundle, note_fidelity
+from transforms.readers.bundle import (
+    Bundle,
+    ReaderError,
+    new_bundle,
+    note_fidelity,
+    standalone_instance_id,
+)
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
 from transforms.readers.context import NativeRecords, ReadContext
 from transforms.readers.conversation import (
@@ -62,8 +68,8 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     path = Path(path)
     warnings: list[str] = []
     run = _Run(_events(TrialFiles.for_input(path, limits), path, warnings), None, path.name)
-    instance_id = run.session_id or path.stem
-    metadata = {"source_file": str(path)}
+    instance_id = standalone_instance_id(path)  # the session id is data: kept as metadata
+    metadata = {"source_file": str(path), "opencode_session_id": run.session_id}
     record = run.record(instance_id, {}, metadata, {})
     yield new_bundle(
         instance_id,
