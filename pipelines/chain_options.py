@@ -151,6 +151,44 @@ CHAIN_OPTIONS = options_by_name(
         metavar="MB",
     ),
     Option(
+        "max_trial_files",
+        int,
+        ReadLimits().max_trial_files,
+        "refuse a trial (or a standalone input file) that looks at or opens more than this "
+        "many files",
+        low=1,
+        high=1e9,
+        metavar="N",
+    ),
+    Option(
+        "max_trial_mb",
+        float,
+        ReadLimits().max_trial_bytes / MIB,
+        "refuse a trial that reads more than this many MiB in all",
+        low=0.001,
+        high=1e7,
+        metavar="MB",
+    ),
+    Option(
+        "max_trial_seconds",
+        float,
+        ReadLimits().max_trial_seconds,
+        "refuse a trial whose reading takes longer than this (the run goes on)",
+        low=0.001,
+        high=1e6,
+        metavar="S",
+    ),
+    Option(
+        "max_record_mb",
+        float,
+        64.0,
+        "refuse a trial any of whose records holds more than this many MiB of text "
+        "(no trainer takes it; written as one line it costs several times its size in memory)",
+        low=0.001,
+        high=1e6,
+        metavar="MB",
+    ),
+    Option(
         "allow_hard_links",
         bool,
         False,
@@ -200,6 +238,10 @@ CURATION_OPTIONS = (
     "score_key",
     "redact",
     "max_file_mb",
+    "max_trial_files",
+    "max_trial_mb",
+    "max_trial_seconds",
+    "max_record_mb",
     "allow_hard_links",
     "scaffold_hints",
     "tqs_tools",
@@ -243,10 +285,19 @@ def chain_settings(values: Mapping[str, Any]) -> ChainSettings:
         tqs_tools=get("tqs_tools"),
         min_score=values.get("min_score"),
         score_key=get("score_key"),
+        max_record_bytes=int(get("max_record_mb") * MIB),
     )
 
 
 def read_limits(values: Mapping[str, Any]) -> ReadLimits:
-    megabytes = values.get("max_file_mb") or CHAIN_OPTIONS["max_file_mb"].default
-    allow = bool(values.get("allow_hard_links"))
-    return ReadLimits(max_file_bytes=int(megabytes * MIB), allow_hard_links=allow)
+    def get(name: str) -> Any:
+        value = values.get(name)
+        return CHAIN_OPTIONS[name].default if value is None else value
+
+    return ReadLimits(
+        max_file_bytes=int(get("max_file_mb") * MIB),
+        allow_hard_links=bool(values.get("allow_hard_links")),
+        max_trial_files=int(get("max_trial_files")),
+        max_trial_bytes=int(get("max_trial_mb") * MIB),
+        max_trial_seconds=float(get("max_trial_seconds")),
+    )

@@ -26,6 +26,7 @@ from transforms.redact import redact_bundle
 from transforms.report.rows import Decision, diagnosis_summary, judge_scores, score_row
 from transforms.reward_gate import RESOLVED, gate_reason, outcome
 
+MIB = 2**20
 TALLIES = "tallies"
 SCORE_ROW = "score_row"  # the bundle's sidecar row, set by `score_bundle`
 SCORER_VERSION_KEY = "_scorer_version"  # beside `_score`: the TQS V2 version that made it
@@ -45,12 +46,42 @@ class FilterSettings:
     score_key: str = "composite_score"
 
 
-def read_problem(bundle: dict[str, Any]) -> str | None:
-    """A bundle a reader produced without records carries its reason as first warning."""
+def read_problem(bundle: dict[str, Any], max_record_bytes: int | None = None) -> str | None:
+    """A bundle a reader produced without records carries its reason as first warning; one
+    with a record over `max_record_bytes` of text is refused too (`size_problem`)."""
     if bundle["records"]:
-        return None
+        return None if max_record_bytes is None else size_problem(bundle, max_record_bytes)
     first = next(iter(bundle["warnings"]), "no records")
     return first.removeprefix("rejected: ")
+
+
+def size_problem(bundle: dict[str, Any], max_record_bytes: int) -> str | None:
+    """A record holding more text than `--max-record-mb` (counted in characters, a lower
+    bound of its UTF-8 size) is no SFT example: the bundle is rejected, naming its size."""
+    for record in bundle["records"]:
+        size = text_size(record)
+        if size > max_record_bytes:
+            return (
+                f"record too large: the {agent_type(record)} record holds {size / MIB:.1f} MiB "
+                f"of text, over the --max-record-mb cap of {max_record_bytes / MIB:g} MiB"
+            )
+    return None
+
+
+def text_size(value: Any) -> int:
+    """The number of characters in every string (keys included) of a JSON-like value; a
+    loop, not recursion, so no nesting depth can stop it."""
+    size, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            size += len(item)
+        elif isinstance(item, dict):
+            size += sum(map(len, item))
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return size
 
 
 def gate_problem(bundle: dict[str, Any], settings: GateSettings) -> str | None:

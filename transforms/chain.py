@@ -160,6 +160,7 @@ class ChainSettings:
     # "drop": a bundle that cannot be SFT data is rejected at `trainable` (run, convert);
     # "mark": it is kept, each record's `_trainable` saying why (`trajcurate score`)
     trainable: str = "drop"
+    max_record_bytes: int = 64 * 2**20  # `--max-record-mb`
 
 
 def stages_before_judge(settings: ChainSettings) -> list[Stage]:
@@ -167,8 +168,9 @@ def stages_before_judge(settings: ChainSettings) -> list[Stage]:
     gate = steps.GateSettings(
         settings.instance_status, settings.reward_key, settings.reward_threshold
     )
+    read = partial(steps.read_problem, max_record_bytes=settings.max_record_bytes)
     stages = [
-        Stage("read", check=steps.read_problem),
+        Stage("read", check=read),
         Stage("validate", check=steps.validation_problem),
     ]
     if settings.redact == "mask":

@@ -23,7 +23,7 @@ from transforms.chain import (
     reject_record,
 )
 from transforms.readers.bundle import ReaderError
-from transforms.readers.confined import ReadLimits
+from transforms.readers.confined import OverBudget, ReadLimits
 from transforms.readers.discover import ReadUnit, discover_trials
 from transforms.readers.harbor import read_trial_unit
 from transforms.readers.registry import Reader, reader_for
@@ -69,7 +69,7 @@ def open_unit(unit: ReadUnit, limits: ReadLimits) -> Iterator[Bundle | Drop]:
             if unit.job and not bundle.get("job"):
                 bundle["job"] = unit.job
             yield dict(bundle)
-    except ReaderError as exc:
+    except (ReaderError, OverBudget) as exc:
         yield Drop(REJECTED, reject_record(OPEN, where, str(exc)))
     except Exception as exc:  # a reader bug costs this unit, not the run
         yield Drop(DEAD_LETTER, dead_letter_record(OPEN, where, exc))

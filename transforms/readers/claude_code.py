@@ -38,12 +38,20 @@ that is a JSON number or boolean (or such a content block) refuses the session.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from transforms.readers.bundle import Bundle, ReaderError, main_record, new_bundle, note_fidelity
+from transforms.readers.bundle import (
+    Bundle,
+    ReaderError,
+    main_record,
+    new_bundle,
+    note_fidelity,
+    standalone_instance_id,
+)
 from transforms.readers.claude_code_agents import (
     is_message,
     is_sidechain,
@@ -86,8 +94,8 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
         and _first_str(events, "sessionId") in (None, session_id)
     ]
     warnings.extend(files.take_warnings())
-    instance_id = session_id or path.stem
-    metadata = {"source_file": str(path)}
+    instance_id = standalone_instance_id(path)  # the session id is data: kept as metadata
+    metadata = {"source_file": str(path), "claude_session_id": session_id}
     events = [*session, *(e for chunk in _by_first_timestamp(subagents) for e in chunk)]
     records, more = session_records(events, instance_id, {}, metadata, {})
     bundle = new_bundle(
@@ -100,17 +108,40 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
 
 def _subagent_paths(files: TrialFiles, path: Path, session_id: str | None) -> list[Path]:
     """The session's subagent files: 2.1's below it, and 2.0's beside it whose first lines
-    name this session (peeked, so a folder of many sessions is not read once per session)."""
+    name this session (or none). The files beside it are indexed once per folder and
+    process (`_beside_index`), so a folder of n sessions costs n peeks, not n²."""
     nested = files.glob(path.parent / path.stem / "subagents", "*.jsonl")
-    beside = [
-        p
-        for p in files.glob(path.parent, "agent-*.jsonl")
-        if p.name != path.name and _peeked_session(files, p) in (None, session_id)
-    ]
-    return [*nested, *beside]
+    index, refused = _beside_index(path.parent, files.limits)
+    files.warnings.extend(w for w in refused if w not in files.warnings)
+    beside = [*index.get(None, ()), *(index.get(session_id, ()) if session_id else ())]
+    return [*nested, *sorted(p for p in beside if p.name != path.name)]
 
 
 _PEEK_LINES = 20
+_Index = tuple[dict[str | None, list[Path]], list[str]]
+_INDEXES: dict[tuple[str, int], _Index] = {}
+_INDEXES_MAX = 64
+
+
+def _beside_index(folder: Path, limits: ReadLimits) -> _Index:
+    """The `agent-*.jsonl` files of `folder` by the session their first lines name (None:
+    none), and the refusals met listing them; kept per process while the folder is
+    unchanged (its mtime). Built with the folder's own confinement, as discovery lists it:
+    the folder is not one trial."""
+    try:
+        key = (os.path.realpath(folder), os.stat(folder).st_mtime_ns)
+    except OSError:
+        return {}, []
+    found = _INDEXES.get(key)
+    if found is None:
+        if len(_INDEXES) >= _INDEXES_MAX:
+            _INDEXES.clear()
+        listing = TrialFiles(folder, limits, scope="the input")
+        index: dict[str | None, list[Path]] = {}
+        for file in listing.glob(folder, "agent-*.jsonl"):
+            index.setdefault(_peeked_session(listing, file), []).append(file)
+        found = _INDEXES[key] = (index, listing.take_warnings())
+    return found
 
 
 def _peeked_session(files: TrialFiles, path: Path) -> str | None:
@@ -192,11 +223,12 @@ def session_records(
             f"{len(warmups)} warmup sidechain(s) skipped (Claude Code's prompt-cache "
             "warmups, not subagent work)"
         )
+    linked = {call.id for call in links.values()}
     missing = [
         call.id
         for conv in conversations.values()
         for call in conv.calls.values()
-        if spawned_subagent(call) and call not in links.values()
+        if spawned_subagent(call) and call.id not in linked
     ]
     if missing:
         counts["missing_subagent_files"] += len(missing)

@@ -27,7 +27,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -101,27 +101,38 @@ def _stream_key(event: dict[str, Any], parents: dict[str, Any]) -> str:
 
 
 def link_subagents(conversations: Mapping[str, Conversation]) -> dict[str, Call]:
-    """Subagent stream key -> the call that ran it (see the module docstring)."""
+    """Subagent stream key -> the call that ran it (see the module docstring). Linear in
+    the calls and streams: every lookup goes through an index built once."""
     calls = [call for conv in conversations.values() for call in conv.calls.values()]
     by_agent = {call.agent_id: call for call in calls if call.agent_id}
     by_id = {call.id: call for call in calls}
+    by_prompt: dict[str, deque[Call]] = {}
+    for each in calls:
+        by_prompt.setdefault((each.prompt or "").strip(), deque()).append(each)
     links: dict[str, Call] = {}
     used: set[str] = set()
     for key, conv in conversations.items():
         if key == MAIN:
             continue
-        call = by_agent.get(key) or by_id.get(key) or _by_prompt(calls, conv, used)
+        call = by_agent.get(key) or by_id.get(key) or _by_prompt(by_prompt, conv, used)
         if call is not None and call.id not in used:
             links[key] = call
             used.add(call.id)
     return links
 
 
-def _by_prompt(calls: list[Call], conv: Conversation, used: set[str]) -> Call | None:
+def _by_prompt(
+    by_prompt: dict[str, deque[Call]], conv: Conversation, used: set[str]
+) -> Call | None:
+    """The first call not yet linked whose prompt is the stream's first user text (linked
+    calls are dropped from the head of its queue as they are met: each once)."""
     prompt = (conv.first_user_text or "").strip()
-    if not prompt:
-        return None
-    return next((c for c in calls if c.id not in used and (c.prompt or "").strip() == prompt), None)
+    candidates = by_prompt.get(prompt) if prompt else None
+    while candidates:
+        if candidates[0].id not in used:
+            return candidates[0]
+        candidates.popleft()
+    return None
 
 
 def is_warmup(conv: Conversation) -> bool:

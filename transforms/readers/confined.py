@@ -35,6 +35,7 @@ import errno
 import fnmatch
 import os
 import stat
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "MIB",
     "FileMissing",
+    "OverBudget",
     "ReadLimits",
     "TrialFiles",
     "decode_text",
@@ -70,10 +72,57 @@ _WIDE_BOMS = (
 @dataclass(frozen=True, slots=True)
 class ReadLimits:
     """What a reader may read: `max_file_bytes` caps any one file (`--max-file-mb`);
-    `allow_hard_links` reads files with more than one hard link (`--allow-hard-links`)."""
+    `allow_hard_links` reads files with more than one hard link (`--allow-hard-links`).
+    One trial (or standalone input) may look at and open at most `max_trial_files` files
+    and folders in all, read at most `max_trial_bytes` and take at most `max_trial_seconds`
+    (`--max-trial-files`, `--max-trial-mb`, `--max-trial-seconds`; checked at every file
+    access, so one trial never stalls a run)."""
 
     max_file_bytes: int = 512 * MIB
     allow_hard_links: bool = False
+    max_trial_files: int = 10_000
+    max_trial_bytes: int = 2048 * MIB
+    max_trial_seconds: float = 300.0
+
+
+class OverBudget(Exception):
+    """A trial went over one of its budgets: the whole trial is refused with this reason.
+    Not a `ReaderError`, so that no reader's look for an optional file can take it for a
+    missing file and read on."""
+
+
+class _Budget:
+    """What one trial has used of its `ReadLimits` budgets (checked at every file access)."""
+
+    __slots__ = ("bytes", "deadline", "files", "limits")
+    files: set[str]
+
+    def __init__(self, limits: ReadLimits) -> None:
+        self.limits = limits
+        self.files = set()  # every path looked at or opened, once
+        self.bytes = 0
+        self.deadline = time.monotonic() + limits.max_trial_seconds
+
+    def spend(self, path: str | None = None, size: int = 0) -> None:
+        if path is not None:
+            self.files.add(path)
+        self.bytes += size
+        limits = self.limits
+        if len(self.files) > limits.max_trial_files:
+            raise OverBudget(
+                f"trial over its budget: more than {limits.max_trial_files:,} files looked at "
+                "or opened (--max-trial-files)"
+            )
+        if self.bytes > limits.max_trial_bytes:
+            raise OverBudget(
+                f"trial over its budget: more than {_cap_text(limits.max_trial_bytes)} read "
+                "(--max-trial-mb)"
+            )
+        if time.monotonic() > self.deadline:
+            raise OverBudget(
+                f"trial over its budget: reading it took more than "
+                f"{limits.max_trial_seconds:g} s (--max-trial-seconds)"
+            )
 
 
 DEFAULT_LIMITS = ReadLimits()
@@ -177,6 +226,9 @@ def decode_text(data: bytes) -> str:
     return data.decode(codec or "utf-8", errors="replace")
 
 
+_UNBUDGETED = frozenset(["the input", "the job"])
+
+
 class TrialFiles:
     """Confined access to the files under `root` (see the module docstring).
 
@@ -202,6 +254,8 @@ class TrialFiles:
         # path as given -> (real path, own mode when known: 0 absent, None ask `stat`)
         self._located: dict[str, tuple[str, int | None]] = {}
         self.warnings: list[str] = []
+        # An input folder or a job is listed, not read as one trial: no budget there.
+        self._budget = None if scope in _UNBUDGETED else _Budget(limits)
 
     @classmethod
     def for_input(
@@ -328,11 +382,16 @@ class TrialFiles:
                 )
             if capped and st.st_size > self.limits.max_file_bytes:
                 raise self._over_cap(path, st.st_size)
+            self._spend(real)
             handle = os.fdopen(fd, "rb")
         except BaseException:
             os.close(fd)
             raise
         return handle, st.st_size
+
+    def _spend(self, path: str | os.PathLike[str] | None = None, size: int = 0) -> None:
+        if self._budget is not None:
+            self._budget.spend(None if path is None else os.fspath(path), size)
 
     # --- reading --------------------------------------------------------------------------
 
@@ -348,6 +407,7 @@ class TrialFiles:
                 total += len(chunk)
         if total >= limit:
             raise self._over_cap(path, total, grew=True)
+        self._spend(size=total)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def read_text(self, path: str | os.PathLike[str]) -> str:
@@ -368,7 +428,9 @@ class TrialFiles:
         """At most the first `size` bytes (no file-size cap: only `size` bytes are read)."""
         handle, _ = self._open(path, capped=False)
         with handle:
-            return handle.read(size)
+            data = handle.read(size)
+        self._spend(size=len(data))
+        return data
 
     def iter_lines(
         self, path: str | os.PathLike[str], *, per_line_cap: bool = False
@@ -391,7 +453,8 @@ class TrialFiles:
             total = 0
             try:
                 for number, line in iter_handle_lines(handle, max_line_bytes=cap):
-                    if not per_line_cap:
+                    if not per_line_cap:  # a streamed corpus is no trial: no budget
+                        self._spend(size=len(line) + 1)
                         total += len(line) + 1
                         if total > cap + 1:
                             raise self._over_cap(path, total, grew=True)
@@ -407,6 +470,7 @@ class TrialFiles:
 
     def _mode(self, path: str | os.PathLike[str]) -> int | None:
         """The mode of a confined file or folder; None when absent or refused (warned)."""
+        self._spend(path)
         try:
             real, mode = self._locate(path)
         except ReaderError as exc:
