@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 import threading
 import time
 from typing import Any
@@ -252,7 +253,11 @@ def test_judge_request_shows_turns_tools_and_the_checklist(cases: list[dict[str,
     assert "- Bash: Run a shell command." in user
     assert '"check_id": "verification-0"' in user
     assert "…[truncated 12,921 characters]…" in user
-    assert user.index("## Trajectory") < user.index("## Checklist")
+    block = re.search(r"<trajectory-([0-9a-f]{16})>", user)
+    assert block is not None
+    tag = block.group(1)
+    assert user.index(f"</trajectory-{tag}>") < user.index(f"<checklist-{tag}>")
+    assert user.index('"check_id": "verification-0"') > user.index(f"<checklist-{tag}>")
     assert request.json_schema["$defs"]["JudgedCheck"]["additionalProperties"] is False
     answer = request.parse(_dumps(judgement_json(dict.fromkeys(checklist.check_ids(), True))))
     assert isinstance(answer, Judgement)

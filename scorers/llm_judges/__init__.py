@@ -2,7 +2,8 @@
 
 No network and no Beam here (architecture.md): builders return a `ChatRequest` that the
 HTTP client in `transforms/llm` sends; parsers validate what comes back; score functions
-turn answers into output keys. Two judges (llm-judges.md):
+turn answers into output keys. Every piece of a record a prompt embeds is untrusted and goes
+between tag lines the instructions name (`isolation.fence`). Two judges (llm-judges.md):
 - fixed checklist: `build_fixed_request` → `parse_fixed_answer` → `fixed_scores`
   (or `fixed_failure`);
 - dynamic checklist: `question_of` → `build_generate_request` (cached per task with
@@ -31,8 +32,9 @@ from scorers.llm_judges.fixed_checklist import (
     parse_fixed_answer,
 )
 from scorers.llm_judges.fixed_rubrics import CHECK_KEYS, FIXED_CHECKLIST_VERSION
+from scorers.llm_judges.isolation import DataBlock, escape_tags, fence
 from scorers.llm_judges.json_answers import AnswerError, extract_json
-from scorers.llm_judges.render import render_record, system_prompt_of, tool_summary
+from scorers.llm_judges.render import record_blocks, system_prompt_of, tool_summary
 from scorers.llm_judges.requests import ChatRequest, estimate_tokens
 from scorers.llm_judges.truncation import truncate_middle
 
@@ -44,6 +46,7 @@ __all__ = [
     "AnswerError",
     "ChatRequest",
     "ChecklistCache",
+    "DataBlock",
     "FixedAnswer",
     "GeneratedChecklist",
     "Judgement",
@@ -53,15 +56,17 @@ __all__ = [
     "checklist_key",
     "dynamic_failure",
     "dynamic_scores",
+    "escape_tags",
     "estimate_tokens",
     "extract_json",
+    "fence",
     "fixed_failure",
     "fixed_scores",
     "parse_fixed_answer",
     "parse_generated_checklist",
     "parse_judgement",
     "question_of",
-    "render_record",
+    "record_blocks",
     "system_prompt_of",
     "tool_summary",
     "truncate_middle",

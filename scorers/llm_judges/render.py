@@ -4,7 +4,8 @@ Judges cite evidence by `assistant_turn_index` (0-based, counting assistant mess
 so every assistant message is labelled with it; tool calls show their names and arguments
 because *what* the agent ran is most of the evidence; every long piece is cut in the middle
 with a visible marker (truncation.py) so one huge log cannot crowd out the rest. The output
-is deterministic: same record, same text.
+is deterministic: same record, same text. What it renders is untrusted data; `record_blocks`
+hands it over as `DataBlock`s for `isolation.fence`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scorers.llm_judges.isolation import DataBlock
 from scorers.llm_judges.truncation import (
     ASSISTANT_CONTENT_LIMIT,
     QUESTION_LIMIT,
@@ -25,8 +27,8 @@ from scorers.llm_judges.truncation import (
 
 __all__ = [
     "TOOL_DESCRIPTION_CHARS",
+    "record_blocks",
     "render_messages",
-    "render_record",
     "system_prompt_of",
     "tool_line",
     "tool_summary",
@@ -96,13 +98,20 @@ def render_messages(messages: Sequence[Mapping[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def render_record(record: Mapping[str, Any]) -> str:
-    """The tools summary and the rendered messages, as two Markdown sections."""
-    tools = record.get("tools")
-    return (
-        f"## Tools available to the agent\n{tool_summary(tools)}\n\n"
-        f"## Trajectory\n{render_messages(record.get('messages') or ())}"
-    )
+def record_blocks(record: Mapping[str, Any]) -> list[DataBlock]:
+    """The tools summary and the rendered messages, as the two data blocks a judge reads.
+
+    Both come from the record, so both are untrusted: `isolation.fence` puts each between
+    tag lines the judge's instructions name.
+    """
+    return [
+        DataBlock(
+            "agent-tools", "the tools available to the agent", tool_summary(record.get("tools"))
+        ),
+        DataBlock(
+            "trajectory", "the agent's trajectory", render_messages(record.get("messages") or ())
+        ),
+    ]
 
 
 def _render_assistant(message: Mapping[str, Any], turn: int) -> str:
