@@ -384,6 +384,7 @@ def simulate_shares(
         (600, 2, 1.0, False),
         (500, 3, 1.0, False),  # 166.67 a minute each: whole requests per window, rounded down
         (120, 3, 7.0, False),  # a window that does not divide the minute
+        (10, 4, 1.0, True),  # 2.5 a minute each: the window grows past one request's 24 s
         (12, 2, 60.0, False),
     ],
 )
@@ -431,6 +432,15 @@ def test_a_grant_holds_its_slot_until_its_window_ends_to_the_last_bit() -> None:
     assert limiter.try_acquire(0, first) == 0.0
     assert limiter.try_acquire(0, edge) > 0  # still inside [first, first + 1.7)
     assert limiter.try_acquire(0, first + 1.7) == 0.0
+
+
+def test_a_quarter_of_ten_a_minute_never_lets_three_into_one_minute() -> None:
+    """--llm-rpm 10 --llm-workers 4 --llm-rate-window 1: 2.5 a minute each. One request per
+    24 s would put three in some minute (12 over the four); a 30-second window holds it."""
+    limiter = SlidingWindowLimiter.per_worker(10, None, 4, window_s=1.0)
+    assert (limiter.window_s, limiter.request_cap()) == (30.0, 1)
+    grants = simulate(limiter, callers=4, duration=600.0)
+    assert max_in_window(grants, 60.0) == 2
 
 
 def test_acquire_reads_the_clock_while_it_holds_the_lock() -> None:

@@ -78,6 +78,19 @@ from transforms.llm.locking import PicklesWithoutLock
 _MIN_WAIT_S = 1e-6
 
 
+def shortest_window(requests_per_minute: float | None) -> float:
+    """The shortest window that holds one request and keeps every minute within R.
+
+    A minute spans up to ceil(60 / w) windows and each holds at least one request, so
+    w >= 60 / floor(R); below one request a minute, one request per 60 / R seconds. (60 / R
+    alone lets 2.5 a minute become 3: one request every 24 s puts three in some minute.)
+    """
+    if requests_per_minute is None:
+        return 0.0
+    whole = math.floor(requests_per_minute + 1e-9)
+    return 60.0 / whole if whole >= 1 else 60.0 / requests_per_minute
+
+
 class Limiter(Protocol):
     """What the client needs from a rate limiter."""
 
@@ -117,8 +130,7 @@ class SlidingWindowLimiter(PicklesWithoutLock):
             raise ValueError("window_s must be positive")
         self.requests_per_minute = requests_per_minute
         self.tokens_per_minute = tokens_per_minute
-        # A window holds at least one request: a shorter one would allow more than R/minute.
-        self.window_s = max(window_s, 60.0 / requests_per_minute if requests_per_minute else 0)
+        self.window_s = max(window_s, shortest_window(requests_per_minute))
         self.pace = pace
         self.pacing_margin = pacing_margin
         self._clock = clock
