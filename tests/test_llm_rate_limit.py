@@ -338,3 +338,124 @@ def test_a_window_too_short_for_one_request_grows_to_hold_one() -> None:
     assert (limiter.window_s, limiter.request_cap()) == (10.0, 1)
     grants = simulate(limiter, callers=4, duration=120.0)
     assert max_in_window(grants, 60.0) <= 6
+
+
+# -- one budget in shares, proven on a fake clock at the windows' edges -------------------
+
+
+def edge_or_random(rng: random.Random, window: float) -> float:
+    """At once, exactly one window later (where the caller's own grant leaves the window),
+    or at a random moment within two windows."""
+    return rng.choice((0.0, window, rng.uniform(0.0, 2 * window)))
+
+
+def simulate_shares(
+    shares: list[SlidingWindowLimiter],
+    *,
+    callers: int,
+    duration: float,
+    seed: int,
+    think: Callable[[random.Random, float], float] = edge_or_random,
+) -> list[list[float]]:
+    """`callers` callers on each share (one per worker process), one timeline for all. A
+    denied caller asks again exactly when told; a granted one after `think(rng, window)`.
+    Returns each share's grant times."""
+    rng = random.Random(seed)
+    asks = [(0.0, share, caller) for share in range(len(shares)) for caller in range(callers)]
+    grants: list[list[float]] = [[] for _ in shares]
+    while True:
+        asks.sort()
+        now, share, caller = asks.pop(0)
+        if now >= duration:
+            return grants
+        limiter = shares[share]
+        wait = limiter.try_acquire(0, now)
+        if wait > 0:
+            asks.append((now + wait, share, caller))
+            continue
+        grants[share].append(now)
+        asks.append((now + think(rng, limiter.window_s), share, caller))
+
+
+@pytest.mark.parametrize(
+    ("rpm", "workers", "window", "pace"),
+    [
+        (600, 2, 1.0, True),  # the real-time test's budget
+        (600, 2, 1.0, False),
+        (500, 3, 1.0, False),  # 166.67 a minute each: whole requests per window, rounded down
+        (120, 3, 7.0, False),  # a window that does not divide the minute
+        (10, 4, 1.0, True),  # 2.5 a minute each: the window grows past one request's 24 s
+        (12, 2, 60.0, False),
+    ],
+)
+def test_shares_of_one_budget_hold_it_in_every_window_edges_included(
+    rpm: int, workers: int, window: float, pace: bool
+) -> None:
+    shares = [
+        SlidingWindowLimiter.per_worker(rpm, None, workers, window_s=window, pace=pace)
+        for _ in range(workers)
+    ]
+    per_share = simulate_shares(shares, callers=4, duration=40 * shares[0].window_s, seed=rpm)
+    union = sorted(t for grants in per_share for t in grants)
+    cap, held = shares[0].request_cap(), shares[0].window_s  # held: `window`, or grown
+    assert cap is not None and workers * cap <= rpm * held / 60
+    assert all(max_in_window(grants, held) <= cap for grants in per_share)
+    assert max_in_window(union, held) <= workers * cap
+    assert max_in_window(union, 60.0) <= rpm
+    assert {t + held for t in union} & set(union)  # grants landed exactly on window edges
+
+
+@pytest.mark.parametrize(("rpm", "window"), [(600, 1.0), (12, 60.0)])
+def test_two_shares_spend_the_budget_while_work_is_queued(rpm: int, window: float) -> None:
+    """What the real-time tests no longer time (a slow machine sends less): two processes,
+    each judging one record after another, get >= 90 % of the budget in every stretch of
+    three windows (the pacing margin is 2 %) and fill the busiest window."""
+    shares = [SlidingWindowLimiter.per_worker(rpm, None, 2, window_s=window) for _ in range(2)]
+
+    def answered(rng: random.Random, window: float) -> float:
+        return rng.uniform(0.001, 0.05) * window  # the next record once the answer is in
+
+    duration = 20 * window
+    per_share = simulate_shares(shares, callers=1, duration=duration, seed=3, think=answered)
+    union = sorted(t for grants in per_share for t in grants)
+    assert max_in_window(union, window) == rpm * window / 60
+    assert min_in_full_windows(union, 3 * window) >= 0.9 * rpm * 3 * window / 60
+
+
+def test_a_grant_holds_its_slot_until_its_window_ends_to_the_last_bit() -> None:
+    """The edge, in floating point: 2.051684231528572 + 1.7 is not above 3.751684231528572,
+    but 3.751684231528572 - 1.7 is at or above 2.051684231528572 — checked the second way,
+    the slot was freed one ulp early and a checker counting [t, t + 1.7) saw 2 with cap 1."""
+    limiter = SlidingWindowLimiter(40, window_s=1.7, pace=False)  # 1 request per 1.7 s
+    first, edge = 2.051684231528572, 3.751684231528572
+    assert limiter.request_cap() == 1 and edge - 1.7 >= first and first + 1.7 > edge
+    assert limiter.try_acquire(0, first) == 0.0
+    assert limiter.try_acquire(0, edge) > 0  # still inside [first, first + 1.7)
+    assert limiter.try_acquire(0, first + 1.7) == 0.0
+
+
+def test_a_quarter_of_ten_a_minute_never_lets_three_into_one_minute() -> None:
+    """--llm-rpm 10 --llm-workers 4 --llm-rate-window 1: 2.5 a minute each. One request per
+    24 s would put three in some minute (12 over the four); a 30-second window holds it."""
+    limiter = SlidingWindowLimiter.per_worker(10, None, 4, window_s=1.0)
+    assert (limiter.window_s, limiter.request_cap()) == (30.0, 1)
+    grants = simulate(limiter, callers=4, duration=600.0)
+    assert max_in_window(grants, 60.0) == 2
+
+
+def test_acquire_reads_the_clock_while_it_holds_the_lock() -> None:
+    """A reading taken before the lock can be stale by the time it is booked (another thread
+    held the lock, or the thread was descheduled): the request would be logged earlier than
+    it was granted, leave the window early and let one more in. Reading under the lock, no
+    grant can come between the reading and the booking."""
+    clock = FakeClock()
+    held: list[bool] = []
+
+    def reading() -> float:
+        held.append(limiter._lock.locked())
+        return clock()
+
+    limiter = SlidingWindowLimiter(60, clock=reading, sleep=clock.sleep)
+    for _ in range(3):
+        limiter.acquire()
+    assert len(held) >= 3 and all(held)

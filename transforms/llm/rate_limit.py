@@ -15,6 +15,18 @@ jitter), so the budget is spent evenly instead of in a burst at each window star
 reaches ~R/(1 + margin) requests per window. `set_rate_factor(f)` scales the rate (caps and
 pacing) for adaptive slowdown (AIMD, see `retry.AdaptiveRate`).
 
+*What exactly is bounded.* A grant's time is the clock reading the decision was made on,
+taken under the lock (`acquire` reads the clock inside it, so a caller delayed between
+reading the clock and booking cannot be booked in the past). Every half-open window
+`[s, s + window_s)` of that clock holds at most `request_cap()` grants: a grant at `g` counts
+until `g + window_s` (computed exactly so, as a checker computes it). The request leaves
+after its grant, by however long the thread takes to build and write it: a server counting
+*receipt* times can see up to the number of requests in flight at a window's start more
+(each was granted before the window), never more than that. When the cap is the window's
+exact share (`R * window_s / 60` whole), pacing keeps any cap + 1 grants at least
+`window_s * (1 + margin)` apart, so delays that vary by less than `margin * window_s` (20 ms
+on a 1-second window) add nothing even at the server.
+
 Sharing one budget across a multi-worker job
 --------------------------------------------
 *Global (preferred at scale):* Beam 2.77 ships `apache_beam.io.components.rate_limiter`
@@ -38,8 +50,11 @@ to the runner (Dataflow's autoscaler then does not add workers to a throttled st
 *Per process (no extra service):* the judge stage keeps one limiter per worker process
 (`apache_beam.utils.shared.Shared`: every DoFn instance and thread of a process draws on it),
 built with `SlidingWindowLimiter.per_worker(rpm, tpm, processes)`: each process gets R/n and
-T/n, which holds the run's budget when all n run and under-uses it when fewer do. A local
-run knows n (`--direct_num_workers` in `multi_processing` mode, else 1); on a distributed
+T/n (rounded down to whole requests per window), so any window holds at most R grants over
+all n processes together (the processes of one machine read one clock: `time.monotonic` is
+CLOCK_MONOTONIC, system-wide on Linux; on several machines a window lasts as long on each).
+This holds the run's budget when all n run and under-uses it when fewer do. A local run
+knows n (`--direct_num_workers` in `multi_processing` mode, else 1); on a distributed
 runner `--llm-workers` says it (the maximum number of worker processes).
 
 *The window.* Budgets are per minute; the window they are enforced over (`window_s`, 60 s by
@@ -61,6 +76,19 @@ from transforms.llm.locking import PicklesWithoutLock
 
 # A positive wait is never shorter than this, so a clock that advances by the wait always moves.
 _MIN_WAIT_S = 1e-6
+
+
+def shortest_window(requests_per_minute: float | None) -> float:
+    """The shortest window that holds one request and keeps every minute within R.
+
+    A minute spans up to ceil(60 / w) windows and each holds at least one request, so
+    w >= 60 / floor(R); below one request a minute, one request per 60 / R seconds. (60 / R
+    alone lets 2.5 a minute become 3: one request every 24 s puts three in some minute.)
+    """
+    if requests_per_minute is None:
+        return 0.0
+    whole = math.floor(requests_per_minute + 1e-9)
+    return 60.0 / whole if whole >= 1 else 60.0 / requests_per_minute
 
 
 class Limiter(Protocol):
@@ -102,8 +130,7 @@ class SlidingWindowLimiter(PicklesWithoutLock):
             raise ValueError("window_s must be positive")
         self.requests_per_minute = requests_per_minute
         self.tokens_per_minute = tokens_per_minute
-        # A window holds at least one request: a shorter one would allow more than R/minute.
-        self.window_s = max(window_s, 60.0 / requests_per_minute if requests_per_minute else 0)
+        self.window_s = max(window_s, shortest_window(requests_per_minute))
         self.pace = pace
         self.pacing_margin = pacing_margin
         self._clock = clock
@@ -152,20 +179,30 @@ class SlidingWindowLimiter(PicklesWithoutLock):
         return max(1, math.floor(self._window_cap(self.tokens_per_minute) + 1e-9))
 
     def acquire(self, tokens: int = 0) -> None:
-        while (wait := self.try_acquire(tokens, self._clock())) > 0:
+        while (wait := self._try_now(tokens)) > 0:
             self._sleep(wait)
 
     def try_acquire(self, tokens: int, now: float) -> float:
+        """Book the request at `now` (the caller's current reading of the clock) or say how
+        long to wait; `acquire` takes its reading under the lock instead."""
         with self._lock:
-            self._expire(now)
-            wait = max(self._wait_for_requests(now), self._wait_for_tokens(tokens, now))
-            wait = max(wait, self._wait_for_pacing(now))
-            if wait > 0:
-                return max(wait, _MIN_WAIT_S)
-            self._log.append((now, tokens))
-            self._tokens_in_window += tokens
-            self._last_grant = (now, tokens)
-            return 0.0
+            return self._book(tokens, now)
+
+    def _try_now(self, tokens: int) -> float:
+        with self._lock:  # the clock is read here, so no grant is booked between read and book
+            return self._book(tokens, self._clock())
+
+    def _book(self, tokens: int, now: float) -> float:
+        """Grant and log the request at `now` (0.0), or the seconds to wait. Holds the lock."""
+        self._expire(now)
+        wait = max(self._wait_for_requests(now), self._wait_for_tokens(tokens, now))
+        wait = max(wait, self._wait_for_pacing(now))
+        if wait > 0:
+            return max(wait, _MIN_WAIT_S)
+        self._log.append((now, tokens))
+        self._tokens_in_window += tokens
+        self._last_grant = (now, tokens)
+        return 0.0
 
     def _per_window(self, per_minute: float) -> float:
         return per_minute * self._factor * self.window_s / 60.0
@@ -179,7 +216,9 @@ class SlidingWindowLimiter(PicklesWithoutLock):
         return per_minute * self._factor / math.ceil(60.0 / self.window_s - 1e-9)
 
     def _expire(self, now: float) -> None:
-        while self._log and self._log[0][0] <= now - self.window_s:
+        # A grant at g holds its window until g + window_s: the same sum a checker counts
+        # with (now - window_s rounds differently and freed the slot one ulp early).
+        while self._log and self._log[0][0] + self.window_s <= now:
             _, tokens = self._log.popleft()
             self._tokens_in_window -= tokens
 
