@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from reader_checks import assert_valid_records
+from reader_checks import assert_valid_records, good_trial, trajectory_doc
 
 from scorers.tqs_v2 import score_record
+from transforms.readers import harbor
 from transforms.readers.atif import read, records_from_atif
 from transforms.readers.bundle import Bundle, ReaderError
 from transforms.readers.confined import TrialFiles
+from transforms.readers.conversation import normalise_roles
 
 ATIF = Path("data/real/atif")
 # reference-scored `_instance_id` (without `real-atif-`) -> the source file it was converted from
@@ -826,3 +829,54 @@ def test_output_equals_the_independent_counter_on_every_real_atif_file(shared_di
         files = sorted(p for p in path.parent.iterdir() if p.is_file())
         problems = conformance_problems(bundles, count(path), source_strings(files))
         assert not problems, (path, problems)
+
+
+@pytest.mark.parametrize(
+    ("junk", "where"),
+    [
+        ({"source": "agent"}, "an agent step with nothing in it"),
+        ({"source": "agent", "message": "\u200b\u202e\ufeff"}, "only invisible characters"),
+        ({"source": "user", "message": ""}, "an empty user step after a tool result"),
+        ({"source": "user", "message": "\x1b[0m\u2060"}, "a user step the clean stage empties"),
+    ],
+)
+def test_a_junk_step_leaves_no_empty_turn(tmp_path: Path, junk: dict[str, Any], where: str) -> None:
+    """Empty turns from junk steps were written as `{"role": "assistant", "content": ""}` (or
+    an empty user turn mid-conversation): dropped, counted, and said in the warnings."""
+    doc = trajectory_doc("done", "task")
+    doc["steps"].insert(2, junk)
+    for number, step in enumerate(doc["steps"], 1):
+        step["step_id"] = number
+    good_trial(tmp_path / "job", "t", {"agent/trajectory.json": doc})
+    (bundle,) = harbor.read(tmp_path / "job")
+    (record,) = bundle["records"]
+    turns = [(m["role"], m["content"]) for m in record["messages"] if m["role"] != "system"]
+    assert turns == [("user", "task"), ("assistant", ""), ("tool", "ok"), ("assistant", "done")], (
+        where
+    )
+    assert record["messages"][2]["tool_calls"]  # the empty-text turn that calls a tool stays
+    metadata = record["meta_info"]["unique_info"]["_instance_metadata"]
+    assert metadata["fidelity"] == {"empty_turns_dropped": 1}
+    assert (
+        "1 empty turn(s) dropped (no text, reasoning or tool call in them)" in metadata["warnings"]
+    )
+    assert_valid_records(bundle["records"])
+
+
+def test_empty_turns_between_two_model_turns_join_their_neighbours() -> None:
+    """Every reader shares `normalise_roles`: an empty user turn between two assistant
+    turns goes, and the two are one turn (as two agent steps in a row are)."""
+    counts: Counter[str] = Counter()
+    messages = [
+        {"role": "user", "content": ""},  # the prompt stands, even empty
+        {"role": "assistant", "content": "first"},
+        {"role": "user", "content": " \u200b "},
+        {"role": "assistant", "content": "", "reasoning_content": "thinking"},
+        {"role": "assistant", "content": ""},
+    ]
+    out = normalise_roles(messages, counts, subagent=True)
+    assert out == [
+        {"role": "user", "content": ""},
+        {"role": "assistant", "content": "first", "reasoning_content": "thinking"},
+    ]
+    assert counts == {"subagent_empty_turns_dropped": 2}

@@ -109,6 +109,11 @@ def note_fidelity(records: list[dict[str, Any]], counts: Mapping[str, int]) -> N
     for kind, count in counts.items():
         merged[kind] = int(merged.get(kind) or 0) + count
     metadata["fidelity"] = dict(sorted(merged.items()))
+    empty = sum(n for kind, n in counts.items() if kind.endswith("empty_turns_dropped"))
+    if empty:
+        note_warnings(
+            records, [f"{empty} empty turn(s) dropped (no text, reasoning or tool call in them)"]
+        )
 
 
 def _nameless_call_warnings(records: list[dict[str, Any]]) -> list[str]:

@@ -10,6 +10,11 @@ from its native logs or from its `trajectory.json` gives the same conversation:
 - user text after a tool result stays a `user` turn (a request typed after an interrupted or
   rejected call, a harness notice): the model saw it as the user's words, not the tool's;
 - a tool result before any user turn becomes the user turn;
+- a turn with nothing in it — an assistant turn with no text, reasoning or call, a user
+  turn after the first with no text (a junk step such as ATIF's `{"source": "agent"}`), or
+  one whose only text is what the clean stage removes (zero-width and other invisible
+  characters, control characters) — is dropped and counted (`empty_turns_dropped`; the
+  record's warnings say so), its neighbours then joined as below;
 - two assistant turns with nothing between them are one turn;
 - nothing after the last assistant message (the model never answered it). What goes is
   counted: `unanswered_tool_results_dropped` (the run stopped after a tool result: a timeout,
@@ -26,10 +31,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from scorers.im_validity import UNANSWERED_RESULTS
+from transforms.cleaning import clean_text
 
 Message = dict[str, Any]
 JOINER = "\n\n"
 UNANSWERED_USER_TURNS = "unanswered_user_turns_dropped"
+EMPTY_TURNS = "empty_turns_dropped"
 FINAL_ACTION_RESULTS = "final_action_results_dropped"
 # Calls that end a run by design (SWE-agent `submit`, OpenHands `finish`, Terminus-2's ATIF
 # `mark_task_complete`): a reply to one is the harness closing the run, not a cut-off.
@@ -52,6 +59,10 @@ def normalise_roles(
     out: list[Message] = []
     for message in messages:
         role = message["role"]
+        if _is_empty_turn(message, out):
+            if counts is not None:
+                counts[("subagent_" if subagent else "") + EMPTY_TURNS] += 1
+            continue
         prev = out[-1] if out else None
         prev_role = prev["role"] if prev else None
         if role == "system":
@@ -76,6 +87,34 @@ def normalise_roles(
         while out[-1]["role"] != "assistant":
             out.pop()
     return out
+
+
+def _is_empty_turn(message: Message, out: list[Message]) -> bool:
+    """An assistant turn with no text, reasoning or call, or a user turn with no text after
+    the first one (the first stands for the prompt, even empty: see `ensure_prompt`)."""
+    role = message["role"]
+    if role == "assistant":
+        if message.get("tool_calls"):
+            return False
+        return _blank(message.get("content")) and _blank(message.get("reasoning_content"))
+    if role == "user" and any(m["role"] == "user" for m in out):
+        return _blank(message.get("content"))
+    return False
+
+
+def _blank(text: Any) -> bool:
+    """No text once the clean stage has removed what it removes (a list of content parts,
+    images among them, is never blank). Only short texts are cleaned to tell: a turn of
+    invisible characters is a few of them."""
+    if text is None:
+        return True
+    if not isinstance(text, str):
+        return False
+    stripped = text.strip()
+    return len(stripped) <= _SHORT and not clean_text(stripped)[0].strip()
+
+
+_SHORT = 64
 
 
 def _count_unanswered(messages: list[Message], counts: Counter[str] | None, prefix: str) -> None:
