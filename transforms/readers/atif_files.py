@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -150,14 +151,11 @@ def load_continuations(
     if CONTINUATION_NAME.search(path.name):
         return loaded
     stem = path.name.removesuffix(".json")
-    siblings = sorted(
-        (int(m.group(1)), path.parent / name)
-        for name in files.list_names(path.parent)
-        if name.startswith(stem)
-        and (m := CONTINUATION_NAME.search(name))
-        and name == f"{stem}.cont-{m.group(1)}.json"
+    index = files.memo(
+        ("atif-continuations", str(path.parent)), partial(_continuations, files, path.parent)
     )
-    for _, sibling in siblings:
+    for _, name in index.get(stem, ()):
+        sibling = path.parent / name
         target, refusal = resolve_inside(sibling.name, path.parent, root)
         if target is None:
             warnings.append(f"{shown_path(sibling, root)}: {refusal}")
@@ -170,3 +168,16 @@ def load_continuations(
         except ReaderError as exc:
             warnings.append(str(exc))
     return loaded
+
+
+def _continuations(files: TrialFiles, folder: Path) -> dict[str, list[tuple[int, str]]]:
+    """The `<stem>.cont-<n>.json` files of `folder` by stem, each list in numeric order:
+    built once per folder, so a folder of n trajectories is not listed n times."""
+    index: dict[str, list[tuple[int, str]]] = {}
+    for name in files.list_names(folder):
+        match = CONTINUATION_NAME.search(name)
+        if match is not None:
+            index.setdefault(name[: match.start()], []).append((int(match.group(1)), name))
+    for entries in index.values():
+        entries.sort()
+    return index

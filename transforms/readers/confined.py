@@ -36,10 +36,10 @@ import fnmatch
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar, cast
 
 from transforms.jsonl import LineTooLong, iter_handle_lines
 from transforms.readers.bundle import ReaderError
@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 MIB = 2**20
+_T = TypeVar("_T")
 _CHUNK = MIB
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _MISSING = (errno.ENOENT, errno.ENOTDIR)
@@ -254,6 +255,8 @@ class TrialFiles:
         # path as given -> (real path, own mode when known: 0 absent, None ask `stat`)
         self._located: dict[str, tuple[str, int | None]] = {}
         self.warnings: list[str] = []
+        self._listings: dict[str, tuple[str, ...]] = {}  # real folder -> its sorted names
+        self._memo: dict[Hashable, object] = {}
         # An input folder or a job is listed, not read as one trial: no budget there.
         self._budget = None if scope in _UNBUDGETED else _Budget(limits)
 
@@ -389,6 +392,13 @@ class TrialFiles:
             raise
         return handle, st.st_size
 
+    def memo(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """What `compute()` returns, computed once per key for this `TrialFiles` (a reader's
+        index of a folder, say: a trial is read once, so it cannot go stale)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return cast(_T, self._memo[key])
+
     def _spend(self, path: str | os.PathLike[str] | None = None, size: int = 0) -> None:
         if self._budget is not None:
             self._budget.spend(None if path is None else os.fspath(path), size)
@@ -503,15 +513,22 @@ class TrialFiles:
         return [Path(path) / name for name in self.list_names(path)]
 
     def list_names(self, path: str | os.PathLike[str]) -> list[str]:
-        """The names in a confined folder, sorted (`list_dir` without building paths)."""
+        """The names in a confined folder, sorted (`list_dir` without building paths). Each
+        folder of a trial is listed once per `TrialFiles` (a trial is read once): a reader
+        that looks for siblings of every file in a folder of n files costs n, not n²."""
         if not self.is_dir(path):
             return []
-        try:
-            names = os.listdir(self.resolve(path))
-        except OSError as exc:
-            self._warn(str(_os_error(exc, self.shown(path))))
-            return []
-        return sorted(names)
+        real = self.resolve(path)
+        names = self._listings.get(real)
+        if names is None:
+            try:
+                names = tuple(sorted(os.listdir(real)))
+            except OSError as exc:
+                self._warn(str(_os_error(exc, self.shown(path))))
+                return []
+            if self._budget is not None:  # a trial's folders (an input's are walked once)
+                self._listings[real] = names
+        return list(names)
 
     def glob(self, path: str | os.PathLike[str], pattern: str, *, dirs: bool = False) -> list[Path]:
         """Confined regular files (or folders, with `dirs`) in `path` whose name matches."""
