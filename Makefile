@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := out/demo
 
-.PHONY: venv demo test lint bench bench-convert bench-pipeline bench-redact bench-report bench-diagnose clean
+.PHONY: venv demo test lint bench bench-convert bench-pipeline bench-redact bench-report bench-diagnose bench-trial-files clean
 
 venv: $(STAMP)
 
@@ -53,6 +53,9 @@ bench-redact: venv
 bench-pipeline: venv
 	$(BIN)/python benchmarks/bench_pipeline.py --sizes 1000 10000 \
 		--clone-job $(SHARED)/data/composed/jobs/2026-06-16__12-00-00 --clone-trials 2000
+
+bench-trial-files: venv
+	$(BIN)/python benchmarks/bench_trial_files.py --files 8000 100000
 
 bench-report: venv
 	$(BIN)/python benchmarks/bench_report.py --trials 100000
