@@ -255,7 +255,7 @@ class TrialFiles:
         # path as given -> (real path, own mode when known: 0 absent, None ask `stat`)
         self._located: dict[str, tuple[str, int | None]] = {}
         self.warnings: list[str] = []
-        self._listings: dict[str, tuple[str, ...]] = {}  # real folder -> its sorted names
+        self._listings: dict[tuple[str, int], tuple[str, ...]] = {}  # (folder, mtime) -> names
         self._memo: dict[Hashable, object] = {}
         # An input folder or a job is listed, not read as one trial: no budget there.
         self._budget = None if scope in _UNBUDGETED else _Budget(limits)
@@ -519,15 +519,16 @@ class TrialFiles:
         if not self.is_dir(path):
             return []
         real = self.resolve(path)
-        names = self._listings.get(real)
-        if names is None:
-            try:
+        try:
+            key = (real, os.stat(real).st_mtime_ns)  # a folder that changed is listed anew
+            names = self._listings.get(key)
+            if names is None:
                 names = tuple(sorted(os.listdir(real)))
-            except OSError as exc:
-                self._warn(str(_os_error(exc, self.shown(path))))
-                return []
-            if self._budget is not None:  # a trial's folders (an input's are walked once)
-                self._listings[real] = names
+                if self._budget is not None:  # a trial's folders (an input's: walked once)
+                    self._listings[key] = names
+        except OSError as exc:
+            self._warn(str(_os_error(exc, self.shown(path))))
+            return []
         return list(names)
 
     def glob(self, path: str | os.PathLike[str], pattern: str, *, dirs: bool = False) -> list[Path]:
