@@ -41,97 +41,124 @@ def rand(length: int, seed: int, alphabet: str = ALNUM) -> str:
 
 UPPER_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 B64 = ALNUM + "+/"
-PEM_LINES = [rand(64, 40 + i, B64) for i in range(3)]
-PEM = (
-    "-----BEGIN RSA " + "PRIVATE KEY-----\n" + "\n".join(PEM_LINES) + "\n-----END RSA "
-    "PRIVATE KEY-----"
-)
 URLSAFE = ALNUM + "-_"
-DOCKER_AUTH = base64.b64encode(b"deploy:" + rand(16, 66).encode()).decode()
-JWT = (
-    "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
-    "ey" + "JzdWIiOiIxMjM0NTY3ODkwIiwiaWF0IjoxNTE2MjM5MDIyfQ." + rand(43, 7, ALNUM + "-_")
-)
 
-# kind -> (text planting one secret of that kind, the secret substrings that must vanish)
-CASES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "openai_api_key": (
-        "use " + "sk-" + "proj-" + rand(48, 1) + " for the client",
-        ("proj-" + rand(48, 1),),
-    ),
-    "anthropic_api_key": (
-        "Anthropic(api_key=" + "sk-" + "ant-api03-" + rand(60, 2) + ")",
-        ("api03-" + rand(60, 2),),
-    ),
-    "aws_access_key_id": (
-        "key id " + "AK" + "IA" + rand(16, 3, UPPER_DIGITS) + " in us-east-1",
-        ("IA" + rand(16, 3, UPPER_DIGITS),),
-    ),
-    "aws_secret_access_key": (
-        "aws_secret_access_key = " + rand(38, 4, B64) + "/x",
-        (rand(38, 4, B64),),
-    ),
-    "github_token": (
-        "git clone https://" + "gh" + "p_" + rand(36, 5) + "@github.com/o/r.git",
-        ("p_" + rand(36, 5),),
-    ),
-    "gitlab_token": ("GITLAB=" + "gl" + "pat-" + rand(20, 6) + " ok", ("pat-" + rand(20, 6),)),
-    "slack_token": (
-        "bot " + "xo" + "xb-" + "2417" + "3090212-" + rand(24, 8) + " posts",
-        ("xb-" + "2417" + "3090212-" + rand(24, 8),),
-    ),
-    "slack_webhook": (
-        "curl -X POST https://hooks.slack.com/services/T0"
-        + rand(8, 9, UPPER_DIGITS)
-        + "/B0"
-        + rand(8, 10, UPPER_DIGITS)
-        + "/"
-        + rand(24, 11),
-        ("T0" + rand(8, 9, UPPER_DIGITS), rand(24, 11)),
-    ),
-    "google_api_key": ("maps key " + "AI" + "za" + rand(35, 12) + ".", ("za" + rand(35, 12),)),
-    "stripe_key": ("stripe " + "sk" + "_live_" + rand(24, 13) + ".", ("_live_" + rand(24, 13),)),
-    "private_key": (PEM, tuple(PEM_LINES)),
-    "jwt": ("cookie " + JWT + "; path=/", (JWT.split(".")[2], JWT.split(".")[1])),
-    "url_password": (
-        "DATABASE_URL=postgres://app:" + "Zq8" + "rT5xLm2wq" + "@db:5432/app",
-        ("Zq8" + "rT5xLm2wq",),
-    ),
-    "env_assignment": ("DB_PASSWORD=" + "Zq8-" + "rT5!xLm2", ("Zq8-" + "rT5!xLm2",)),
-    "high_entropy_secret": (
-        "Authorization: Bearer " + rand(32, 14),
-        (rand(32, 14),),
-    ),
-    "huggingface_token": (
-        "log in with " + "hf" + "_" + rand(34, 60) + " then push",
-        (rand(34, 60),),
-    ),
-    "sendgrid_api_key": (
-        "mail via " + "SG" + "." + rand(22, 61, URLSAFE) + "." + rand(43, 62, URLSAFE) + " ok",
-        (rand(22, 61, URLSAFE), rand(43, 62, URLSAFE)),
-    ),
-    "telegram_bot_token": (
-        "bot " + "6123" + "45789" + ":" + "AA" + rand(33, 63, URLSAFE) + " is up",
-        (rand(33, 63, URLSAFE),),
-    ),
-    "url_signature": (
-        "curl 'https://acct.blob.core.windows.net/c/f.tgz?sv=2022-11-02&sp=r&"
-        + "sig="
-        + rand(30, 64)
-        + "%2B"
-        + rand(10, 65)
-        + "%3D'",
-        (rand(30, 64), rand(10, 65)),
-    ),
-    "docker_auth": (
-        '{"auths": {"registry.acme.io": {"auth": "' + DOCKER_AUTH + '"}}}',
-        (DOCKER_AUTH,),
-    ),
-    "cli_password": (
-        "mysql -h db -u app -p" + "Zq8" + "rT5xLm" + " shop < dump.sql",
-        ("Zq8" + "rT5xLm",),
-    ),
-}
+
+def pem_block(lines: list[str]) -> str:
+    return (
+        "-----BEGIN RSA " + "PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END RSA "
+        "PRIVATE KEY-----"
+    )
+
+
+def jwt_token(signature: str, subject: str = "1234567890") -> str:
+    claims = base64.urlsafe_b64encode(f'{{"sub":"{subject}","iat":1516239022}}'.encode())
+    return (
+        "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + claims.decode().rstrip("=") + "." + signature
+    )
+
+
+PEM_LINES = [rand(64, 40 + i, B64) for i in range(3)]
+PEM = pem_block(PEM_LINES)
+DOCKER_AUTH = base64.b64encode(b"deploy:" + rand(16, 66).encode()).decode()
+JWT = jwt_token(rand(43, 7, URLSAFE))
+
+
+def cases(salt: int = 0) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """kind -> (a text planting one secret of that kind, the secret substrings that must
+    vanish). `salt` gives other secrets of the same shapes (0: `CASES`)."""
+
+    def r(length: int, seed: int, alphabet: str = ALNUM) -> str:
+        return rand(length, seed + salt, alphabet)
+
+    url_password = "rT5xLm2wq" if not salt else r(9, 90)
+    env_password = "rT5!xLm2" if not salt else r(8, 91)
+    cli_password = "rT5xLm" if not salt else r(6, 92)
+    pem_lines = [r(64, 40 + i, B64) for i in range(3)]
+    pem = pem_block(pem_lines)
+    jwt = jwt_token(r(43, 7, URLSAFE), r(10, 93, "0123456789") if salt else "1234567890")
+    docker_auth = base64.b64encode(b"deploy:" + r(16, 66).encode()).decode()
+    return {
+        "openai_api_key": (
+            "use " + "sk-" + "proj-" + r(48, 1) + " for the client",
+            ("proj-" + r(48, 1),),
+        ),
+        "anthropic_api_key": (
+            "Anthropic(api_key=" + "sk-" + "ant-api03-" + r(60, 2) + ")",
+            ("api03-" + r(60, 2),),
+        ),
+        "aws_access_key_id": (
+            "key id " + "AK" + "IA" + r(16, 3, UPPER_DIGITS) + " in us-east-1",
+            ("IA" + r(16, 3, UPPER_DIGITS),),
+        ),
+        "aws_secret_access_key": (
+            "aws_secret_access_key = " + r(38, 4, B64) + "/x",
+            (r(38, 4, B64),),
+        ),
+        "github_token": (
+            "git clone https://" + "gh" + "p_" + r(36, 5) + "@github.com/o/r.git",
+            ("p_" + r(36, 5),),
+        ),
+        "gitlab_token": ("GITLAB=" + "gl" + "pat-" + r(20, 6) + " ok", ("pat-" + r(20, 6),)),
+        "slack_token": (
+            "bot " + "xo" + "xb-" + "2417" + "3090212-" + r(24, 8) + " posts",
+            ("xb-" + "2417" + "3090212-" + r(24, 8),),
+        ),
+        "slack_webhook": (
+            "curl -X POST https://hooks.slack.com/services/T0"
+            + r(8, 9, UPPER_DIGITS)
+            + "/B0"
+            + r(8, 10, UPPER_DIGITS)
+            + "/"
+            + r(24, 11),
+            ("T0" + r(8, 9, UPPER_DIGITS), r(24, 11)),
+        ),
+        "google_api_key": ("maps key " + "AI" + "za" + r(35, 12) + ".", ("za" + r(35, 12),)),
+        "stripe_key": ("stripe " + "sk" + "_live_" + r(24, 13) + ".", ("_live_" + r(24, 13),)),
+        "private_key": (pem, tuple(pem_lines)),
+        "jwt": ("cookie " + jwt + "; path=/", (jwt.split(".")[2], jwt.split(".")[1])),
+        "url_password": (
+            "DATABASE_URL=postgres://app:" + "Zq8" + url_password + "@db:5432/app",
+            ("Zq8" + url_password,),
+        ),
+        "env_assignment": ("DB_PASSWORD=" + "Zq8-" + env_password, ("Zq8-" + env_password,)),
+        "high_entropy_secret": (
+            "Authorization: Bearer " + r(32, 14),
+            (r(32, 14),),
+        ),
+        "huggingface_token": (
+            "log in with " + "hf" + "_" + r(34, 60) + " then push",
+            (r(34, 60),),
+        ),
+        "sendgrid_api_key": (
+            "mail via " + "SG" + "." + r(22, 61, URLSAFE) + "." + r(43, 62, URLSAFE) + " ok",
+            (r(22, 61, URLSAFE), r(43, 62, URLSAFE)),
+        ),
+        "telegram_bot_token": (
+            "bot " + "6123" + "45789" + ":" + "AA" + r(33, 63, URLSAFE) + " is up",
+            (r(33, 63, URLSAFE),),
+        ),
+        "url_signature": (
+            "curl 'https://acct.blob.core.windows.net/c/f.tgz?sv=2022-11-02&sp=r&"
+            + "sig="
+            + r(30, 64)
+            + "%2B"
+            + r(10, 65)
+            + "%3D'",
+            (r(30, 64), r(10, 65)),
+        ),
+        "docker_auth": (
+            '{"auths": {"registry.acme.io": {"auth": "' + docker_auth + '"}}}',
+            (docker_auth,),
+        ),
+        "cli_password": (
+            "mysql -h db -u app -p" + "Zq8" + cli_password + " shop < dump.sql",
+            ("Zq8" + cli_password,),
+        ),
+    }
+
+
+CASES = cases()
 PLACES = (
     "content",
     "tool_arguments",
