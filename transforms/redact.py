@@ -115,11 +115,11 @@ def redact_record(record: dict[str, Any]) -> Counter[str]:
 
 
 def _texts(record: dict[str, Any]) -> tuple[list[str], list[str]] | None:
-    """Every string of the record not known to be clean, for the prefilter: message texts,
-    tool descriptions and tool schemas (worth remembering when clean: they repeat across
-    records), then the other fields of messages and tools, tool calls and `meta_info` as
-    JSON (the prefilter allows its escapes). None when a part is not of the IM shape (then
-    every string is looked at one by one). The hot path: plain loops."""
+    """Every string of the record not known to be clean, for the prefilter: message texts
+    and the tools as JSON (worth remembering when clean: they repeat across records), then
+    the other fields of messages, tool calls and `meta_info` (as JSON: the prefilter allows
+    its escapes). None when a part is not of the IM shape (then every string is looked at
+    one by one). The hot path: plain loops."""
     texts: list[str] = []
     others: list[str] = []
     append = texts.append
@@ -147,17 +147,11 @@ def _texts(record: dict[str, Any]) -> tuple[list[str], list[str]] | None:
                         others.append(value if type(value) is str else dumps(value).decode())
                 else:
                     others.append(value if type(value) is str else dumps(value).decode())
-        for tool in record.get("tools") or ():
-            for field, value in tool.items():
-                if field != "function":
-                    others.append(value if type(value) is str else dumps(value).decode())
-                    continue
-                for part, item in value.items():
-                    text = item if type(item) is str else dumps(item).decode()
-                    if part == "name":
-                        others.append(text)
-                    elif text and (len(text) < _CACHE_MIN or text not in clean):
-                        append(text)  # the description, the parameters' schema
+        tools = record.get("tools")
+        if tools:  # a scaffold's records share their tool set: remembered as a whole
+            text = dumps(tools).decode()
+            if len(text) < _CACHE_MIN or text not in clean:
+                append(text)
         for field, value in record.items():
             if field == "meta_info":
                 _add_values(value, others)

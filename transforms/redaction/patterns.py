@@ -24,12 +24,16 @@ def _name(anchor: str, behind: str, ahead: str = "") -> str:
     return rf"{anchor}(?<={behind}{anchor})(?:{ahead}{_OP}|(?<=-{behind}{anchor}){ahead}[ \t])"
 
 
-# `scheme://user:password@`, a Telegram bot token, `"auth":` (Docker's config.json)
-_COLON = (
-    r":(?:(?=//[^\s/@:]{0,256}:[^\s/@]{0,256}@)|(?=AA[A-Za-z0-9_-]{33})(?<=[0-9]:)"
-    r"""|(?<=["']auth["']:)|(?<=["']auth\\["']:)|(?<=["']auth["'] :)|(?<=auth\\\\\\["']:))"""
+# `scheme://user:password@`, a Telegram bot token (`<digits>:AA...`)
+_COLON = r":(?=//[^\s/@:]{0,256}:[^\s/@]{0,256}@|AA[A-Za-z0-9_-]{33})"
+# `"auth": "..."` (Docker's config.json, also JSON-escaped)
+_AUTH_KEY = r"""h(?<=["']auth)\\{0,3}["'][ \t]{0,3}:"""
+# `ghp_`, `github_pat_`, `hf_`, `_PASS=`
+_UNDERSCORE = (
+    r"_(?:(?<=[pousrtf]_)(?:(?<=gh[pousr]_)|(?<=_pat_)|(?<=hf_)(?<![A-Za-z0-9]hf_))"
+    rf"|(?=[pP][aA][sS][sS]{_OP}))"
 )
-_SIGNATURE = r"=(?:(?<=[?&;]sig=)|(?<=-Signature=))"
+_SIGNATURE = r"=(?<=[ge]=)(?:(?<=[?&;]sig=)|(?<=-Signature=))"
 # an escaped character in a JSON string: ASCII (decode and look), or one the cleaner removes
 _ESCAPE = (
     r"\\(?=u00[2-7]|u00[0189]|u00[aA][dD]|u200[b-fB-F]|u20[26]|u[fF][eE][fF][fF]|u061[cC]"
@@ -37,8 +41,8 @@ _ESCAPE = (
 )
 # `mysql -pPASSWORD`, and where base64 is mentioned (`base64`, `b64decode`, `atob`): there
 # every base64 run is decoded; not the `b64` inside a hex digest
-_B64_AFTER_B = r"(?<=atob)|(?=ase64)|(?<=[^0-9A-Za-z]b)(?=64)"
-_LOWER_B = rf"b(?:(?<=mariad)b|{_B64_AFTER_B})"
+_B64_AFTER_B = r"(?=ase64)|(?=64)(?<=[^0-9A-Za-z]b)|(?<=atob)"
+_LOWER_B = rf"b(?=ase64|64|(?<=[do]b))(?:{_B64_AFTER_B}|(?<=mariadb))"
 _UPPER_B = r"B(?:(?=ase64|ASE64)|(?<=[^0-9A-Za-z]B)(?=64))"
 B64_HINTS = (re.compile(rf"b(?:{_B64_AFTER_B})").search, re.compile(_UPPER_B).search)
 
@@ -56,13 +60,14 @@ PREFILTER_BRANCHES = (
     _name("C", "SE", "RET"),
     _name("w", "[pP]ass", "(?:or)?d"),
     _name("W", "PASS", "(?:OR)?D"),
-    rf"_(?:(?<=gh[pousr]_)|(?<=_pat_)|(?<=hf_)(?<![A-Za-z0-9]hf_)|(?=[pP][aA][sS][sS]{_OP}))",
+    _UNDERSCORE,
     r"-(?:(?<=glpat-)|(?<=xox[abposr]-))",
     rf"z(?<=[aA]uthoriz)ation{_OP}",
     _COLON,
     _ESCAPE,
     r"G(?<=SG)\.",  # SendGrid
     _SIGNATURE,  # a signed URL's signature: Azure SAS `&sig=`, `X-Amz-Signature=`
+    _AUTH_KEY,
     r"q(?<=mysq)l",  # `mysql -pPASSWORD`
     _LOWER_B,
     _UPPER_B,
@@ -81,11 +86,12 @@ _PASSES = tuple(
         rf"c(?<=[sS]ec)(?:ret{_OP}|(?<=-[sS]ec)ret[ \t])",
         rf"w(?<=[pP]assw)(?:(?:or)?d{_OP}|(?<=-[pP]assw)(?:or)?d[ \t])",
         rf"z(?<=[aA]uthoriz)ation{_OP}",
-        rf"_(?:(?<=gh[pousr]_)|(?<=_pat_)|(?<=hf_)(?<![A-Za-z0-9]hf_)|(?=[pP][aA][sS][sS]{_OP}))",
+        _UNDERSCORE,
         r"-(?:(?<=glpat-)|(?<=xox[abposr]-))",
         _COLON,
         _ESCAPE,
         _SIGNATURE,
+        _AUTH_KEY,
         _LOWER_B,
     )
 )

@@ -61,14 +61,10 @@ def scan(text: str, counts: Counter[str], b64: bool, depth: int = 0) -> str:
     """`text` with every secret replaced (counted in `counts`), or `text` itself when it
     holds none. `b64`: decode every base64 run (the text, or its record, mentions base64)."""
     view = visible(text)
-    found: Counter[str] = Counter()
-    out = redact_matched(view, found) if p.search_any(view) else view
-    if b64 or any(anchor in out for anchor in B64_ANCHORS):
-        out = _redact_base64(out, found, b64, depth)
-    if not found:
-        return text
-    counts.update(found)
-    return out
+    out = redact_matched(view, counts) if p.search_any(view) else view
+    if len(out) >= B64_MIN and (b64 or any(anchor in out for anchor in B64_ANCHORS)):
+        out = _redact_base64(out, counts, b64, depth)
+    return text if out is view else out  # each step returns its text itself when it found none
 
 
 def may_hide(text: str) -> bool:
@@ -156,9 +152,9 @@ def _redact_base64(text: str, counts: Counter[str], full: bool, depth: int) -> s
             continue
         inner: Counter[str] = Counter()
         out = scan(decoded, inner, b64=True, depth=depth + 1)
-        if inner:
-            first = _PLACED.search(out)
-            spans.append((*match.span(), first.group(1) if first else next(iter(inner))))
+        first = _PLACED.search(out) if inner else None
+        if first is not None:
+            spans.append((*match.span(), first.group(1)))
     return _apply(text, spans, counts)
 
 
