@@ -470,6 +470,17 @@ def test_every_string_field_of_a_record_is_looked_at() -> None:
     record["tools"][0]["extra"] = ["see " + key]
     assert redact_record(record) == Counter({"github_token": 3})
     assert key not in dumped(record)
+    # keys too, at every level (an IM input's own keys)
+    for owner in (
+        record,
+        record["meta_info"],
+        record["messages"][1],
+        record["messages"][2]["tool_calls"][0],
+        record["messages"][2]["tool_calls"][0]["function"],
+    ):
+        owner["x " + key] = 1
+    assert redact_record(record) == Counter({"github_token": 5})
+    assert key not in dumped(record)
 
 
 # Ordinary code data that looks a little like secrets: must stay exactly as it is.

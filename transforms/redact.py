@@ -127,6 +127,8 @@ def _texts(record: dict[str, Any]) -> tuple[list[str], list[str]] | None:
     dumps = orjson.dumps
     try:
         for message in record["messages"]:
+            if not message.keys() <= _MESSAGE_KEYS:  # keys of its own (an IM input's)
+                others.extend(map(str, message))
             for field, value in message.items():
                 if value is None:
                     continue
@@ -137,9 +139,11 @@ def _texts(record: dict[str, Any]) -> tuple[list[str], list[str]] | None:
                         append(value)
                 elif field == "tool_calls":
                     for call in value:
+                        if not call.keys() <= _CALL_KEYS:
+                            others.extend(map(str, call))
                         for part, item in call.items():
                             if part == "function":
-                                _add_values(item, others)
+                                _add_values(item, others, _FUNCTION_KEYS)
                             else:
                                 others.append(item if type(item) is str else dumps(item).decode())
                 elif field == "role":
@@ -152,9 +156,11 @@ def _texts(record: dict[str, Any]) -> tuple[list[str], list[str]] | None:
             text = dumps(tools).decode()
             if len(text) < _CACHE_MIN or text not in clean:
                 append(text)
+        if not record.keys() <= _RECORD_KEYS:
+            others.extend(map(str, record))
         for field, value in record.items():
             if field == "meta_info":
-                _add_values(value, others)
+                _add_values(value, others, _META_KEYS)
             elif field != "messages" and field != "tools":
                 others.append(value if type(value) is str else dumps(value).decode())
     except (KeyError, TypeError, AttributeError):
@@ -163,10 +169,24 @@ def _texts(record: dict[str, Any]) -> tuple[list[str], list[str]] | None:
 
 
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
+# the IM format's keys (formats.md §4); a record's other keys are strings to look at too
+_RECORD_KEYS = frozenset(("version", "meta_info", "tools", "messages"))
+_META_KEYS = frozenset(
+    "teacher query_source response_generate_time response_update_time owner language "
+    "category rounds unique_info".split()
+)
+_MESSAGE_KEYS = frozenset(
+    ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
+)
+_CALL_KEYS = frozenset(("id", "type", "function"))
+_FUNCTION_KEYS = frozenset(("name", "arguments"))
 
 
-def _add_values(mapping: dict[str, Any], out: list[str]) -> None:
-    """Each value of `mapping`: a string as it is, anything else as JSON."""
+def _add_values(mapping: dict[str, Any], out: list[str], keys: frozenset[str]) -> None:
+    """Each value of `mapping` (a string as it is, anything else as JSON), and its keys when
+    they are not all the format's `keys`."""
+    if not mapping.keys() <= keys:
+        out.extend(map(str, mapping))
     for item in mapping.values():
         out.append(item if type(item) is str else orjson.dumps(item).decode())
 
