@@ -5,7 +5,8 @@ Corpora: a synthetic one (`trajcurate synth --jobs 1 --trials N --seed S`, read 
 cases.jsonl`, real text). On each, in-process, best of `--runs`:
   redact   `transforms.redact.redact_record` over every record (fresh copies each run, the
            cache of clean texts emptied: a cold first pass);
-  planted  the same with secrets planted in every 10th record (the detectors' path);
+  planted  the same with secrets planted in every 10th record (the detectors' path; one
+           of them wrapped in base64, so those records are decoded run by run too);
   score    `scorers.tqs_v2.score_and_count` over the same records: the reference for the
            cost of the rest of a run.
 It also reports what redaction found on the clean corpora (false positives: should be none),
@@ -19,6 +20,7 @@ Target from the issue: redaction <= 10% of a pipeline run.
 from __future__ import annotations
 
 import argparse
+import base64
 import subprocess
 import sys
 import tempfile
@@ -126,6 +128,17 @@ def planted_text() -> str:
             + "-----END RSA "
             + "PRIVATE KEY-----",
             "DB_PASSWORD=" + "hunter2-" + alnum[:6],
+            "huggingface-cli login --token " + "hf" + "_" + alnum[:34],
+            "SENDGRID=" + "SG" + "." + alnum[:22] + "." + alnum[1:44],
+            "bot " + "6123" + "45789:" + "AA" + alnum[2:35] + " is up",
+            "curl 'https://a.blob.core.windows.net/c/f?sv=2022&" + "sig=" + alnum[3:40] + "%3D'",
+            '{"auths": {"r.io": {"auth": "'
+            + base64.b64encode(b"ci:" + alnum[:20].encode()).decode()
+            + '"}}}',
+            "mysql -u app -p" + "Zq8" + alnum[:8] + " shop",
+            "echo "
+            + base64.b64encode(("gh" + "p_" + alnum[5:41]).encode()).decode()
+            + " | base64 -d",
         )
     )
 

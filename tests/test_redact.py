@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import random
+import re
 from collections import Counter
 from typing import Any
 
@@ -39,67 +41,136 @@ def rand(length: int, seed: int, alphabet: str = ALNUM) -> str:
 
 UPPER_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 B64 = ALNUM + "+/"
-PEM_LINES = [rand(64, 40 + i, B64) for i in range(3)]
-PEM = (
-    "-----BEGIN RSA " + "PRIVATE KEY-----\n" + "\n".join(PEM_LINES) + "\n-----END RSA "
-    "PRIVATE KEY-----"
-)
-JWT = (
-    "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
-    "ey" + "JzdWIiOiIxMjM0NTY3ODkwIiwiaWF0IjoxNTE2MjM5MDIyfQ." + rand(43, 7, ALNUM + "-_")
-)
+URLSAFE = ALNUM + "-_"
 
-# kind -> (text planting one secret of that kind, the secret substrings that must vanish)
-CASES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "openai_api_key": (
-        "use " + "sk-" + "proj-" + rand(48, 1) + " for the client",
-        ("proj-" + rand(48, 1),),
-    ),
-    "anthropic_api_key": (
-        "Anthropic(api_key=" + "sk-" + "ant-api03-" + rand(60, 2) + ")",
-        ("api03-" + rand(60, 2),),
-    ),
-    "aws_access_key_id": (
-        "key id " + "AK" + "IA" + rand(16, 3, UPPER_DIGITS) + " in us-east-1",
-        ("IA" + rand(16, 3, UPPER_DIGITS),),
-    ),
-    "aws_secret_access_key": (
-        "aws_secret_access_key = " + rand(38, 4, B64) + "/x",
-        (rand(38, 4, B64),),
-    ),
-    "github_token": (
-        "git clone https://" + "gh" + "p_" + rand(36, 5) + "@github.com/o/r.git",
-        ("p_" + rand(36, 5),),
-    ),
-    "gitlab_token": ("GITLAB=" + "gl" + "pat-" + rand(20, 6) + " ok", ("pat-" + rand(20, 6),)),
-    "slack_token": (
-        "bot " + "xo" + "xb-" + "2417" + "3090212-" + rand(24, 8) + " posts",
-        ("xb-" + "2417" + "3090212-" + rand(24, 8),),
-    ),
-    "slack_webhook": (
-        "curl -X POST https://hooks.slack.com/services/T0"
-        + rand(8, 9, UPPER_DIGITS)
-        + "/B0"
-        + rand(8, 10, UPPER_DIGITS)
-        + "/"
-        + rand(24, 11),
-        ("T0" + rand(8, 9, UPPER_DIGITS), rand(24, 11)),
-    ),
-    "google_api_key": ("maps key " + "AI" + "za" + rand(35, 12) + ".", ("za" + rand(35, 12),)),
-    "stripe_key": ("stripe " + "sk" + "_live_" + rand(24, 13) + ".", ("_live_" + rand(24, 13),)),
-    "private_key": (PEM, tuple(PEM_LINES)),
-    "jwt": ("cookie " + JWT + "; path=/", (JWT.split(".")[2], JWT.split(".")[1])),
-    "url_password": (
-        "DATABASE_URL=postgres://app:" + "Zq8" + "rT5xLm2wq" + "@db:5432/app",
-        ("Zq8" + "rT5xLm2wq",),
-    ),
-    "env_assignment": ("DB_PASSWORD=" + "Zq8-" + "rT5!xLm2", ("Zq8-" + "rT5!xLm2",)),
-    "high_entropy_secret": (
-        "Authorization: Bearer " + rand(32, 14),
-        (rand(32, 14),),
-    ),
-}
-PLACES = ("content", "tool_arguments", "tool_result", "reasoning", "instance_metadata")
+
+def pem_block(lines: list[str]) -> str:
+    return (
+        "-----BEGIN RSA " + "PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END RSA "
+        "PRIVATE KEY-----"
+    )
+
+
+def jwt_token(signature: str, subject: str = "1234567890") -> str:
+    claims = base64.urlsafe_b64encode(f'{{"sub":"{subject}","iat":1516239022}}'.encode())
+    return (
+        "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + claims.decode().rstrip("=") + "." + signature
+    )
+
+
+PEM_LINES = [rand(64, 40 + i, B64) for i in range(3)]
+PEM = pem_block(PEM_LINES)
+DOCKER_AUTH = base64.b64encode(b"deploy:" + rand(16, 66).encode()).decode()
+JWT = jwt_token(rand(43, 7, URLSAFE))
+
+
+def cases(salt: int = 0) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """kind -> (a text planting one secret of that kind, the secret substrings that must
+    vanish). `salt` gives other secrets of the same shapes (0: `CASES`)."""
+
+    def r(length: int, seed: int, alphabet: str = ALNUM) -> str:
+        return rand(length, seed + salt, alphabet)
+
+    url_password = "rT5xLm2wq" if not salt else r(9, 90)
+    env_password = "rT5!xLm2" if not salt else r(8, 91)
+    cli_password = "rT5xLm" if not salt else r(6, 92)
+    pem_lines = [r(64, 40 + i, B64) for i in range(3)]
+    pem = pem_block(pem_lines)
+    jwt = jwt_token(r(43, 7, URLSAFE), r(10, 93, "0123456789") if salt else "1234567890")
+    docker_auth = base64.b64encode(b"deploy:" + r(16, 66).encode()).decode()
+    return {
+        "openai_api_key": (
+            "use " + "sk-" + "proj-" + r(48, 1) + " for the client",
+            ("proj-" + r(48, 1),),
+        ),
+        "anthropic_api_key": (
+            "Anthropic(api_key=" + "sk-" + "ant-api03-" + r(60, 2) + ")",
+            ("api03-" + r(60, 2),),
+        ),
+        "aws_access_key_id": (
+            "key id " + "AK" + "IA" + r(16, 3, UPPER_DIGITS) + " in us-east-1",
+            ("IA" + r(16, 3, UPPER_DIGITS),),
+        ),
+        "aws_secret_access_key": (
+            "aws_secret_access_key = " + r(38, 4, B64) + "/x",
+            (r(38, 4, B64),),
+        ),
+        "github_token": (
+            "git clone https://" + "gh" + "p_" + r(36, 5) + "@github.com/o/r.git",
+            ("p_" + r(36, 5),),
+        ),
+        "gitlab_token": ("GITLAB=" + "gl" + "pat-" + r(20, 6) + " ok", ("pat-" + r(20, 6),)),
+        "slack_token": (
+            "bot " + "xo" + "xb-" + "2417" + "3090212-" + r(24, 8) + " posts",
+            ("xb-" + "2417" + "3090212-" + r(24, 8),),
+        ),
+        "slack_webhook": (
+            "curl -X POST https://hooks.slack.com/services/T0"
+            + r(8, 9, UPPER_DIGITS)
+            + "/B0"
+            + r(8, 10, UPPER_DIGITS)
+            + "/"
+            + r(24, 11),
+            ("T0" + r(8, 9, UPPER_DIGITS), r(24, 11)),
+        ),
+        "google_api_key": ("maps key " + "AI" + "za" + r(35, 12) + ".", ("za" + r(35, 12),)),
+        "stripe_key": ("stripe " + "sk" + "_live_" + r(24, 13) + ".", ("_live_" + r(24, 13),)),
+        "private_key": (pem, tuple(pem_lines)),
+        "jwt": ("cookie " + jwt + "; path=/", (jwt.split(".")[2], jwt.split(".")[1])),
+        "url_password": (
+            "DATABASE_URL=postgres://app:" + "Zq8" + url_password + "@db:5432/app",
+            ("Zq8" + url_password,),
+        ),
+        "env_assignment": ("DB_PASSWORD=" + "Zq8-" + env_password, ("Zq8-" + env_password,)),
+        "high_entropy_secret": (
+            "Authorization: Bearer " + r(32, 14),
+            (r(32, 14),),
+        ),
+        "huggingface_token": (
+            "log in with " + "hf" + "_" + r(34, 60) + " then push",
+            (r(34, 60),),
+        ),
+        "sendgrid_api_key": (
+            "mail via " + "SG" + "." + r(22, 61, URLSAFE) + "." + r(43, 62, URLSAFE) + " ok",
+            (r(22, 61, URLSAFE), r(43, 62, URLSAFE)),
+        ),
+        "telegram_bot_token": (
+            "bot " + "6123" + "45789" + ":" + "AA" + r(33, 63, URLSAFE) + " is up",
+            (r(33, 63, URLSAFE),),
+        ),
+        "url_signature": (
+            "curl 'https://acct.blob.core.windows.net/c/f.tgz?sv=2022-11-02&sp=r&"
+            + "sig="
+            + r(30, 64)
+            + "%2B"
+            + r(10, 65)
+            + "%3D'",
+            (r(30, 64), r(10, 65)),
+        ),
+        "docker_auth": (
+            '{"auths": {"registry.acme.io": {"auth": "' + docker_auth + '"}}}',
+            (docker_auth,),
+        ),
+        "cli_password": (
+            "mysql -h db -u app -p" + "Zq8" + cli_password + " shop < dump.sql",
+            ("Zq8" + cli_password,),
+        ),
+    }
+
+
+CASES = cases()
+PLACES = (
+    "content",
+    "tool_arguments",
+    "tool_result",
+    "reasoning",
+    "instance_metadata",
+    "tool_name",
+    "tool_schema",
+    "teacher",
+    "query_source",
+    "tool_call_id",
+)
 
 
 def base_record() -> dict[str, Any]:
@@ -166,9 +237,22 @@ def planted(place: str, text: str) -> dict[str, Any]:
         messages[3]["content"] = "$ cat .env\n" + text + "\nDEBUG=1\n"
     elif place == "reasoning":
         messages[2]["reasoning_content"] = "I see " + text + " in the logs."
-    else:
+    elif place == "instance_metadata":
         metadata = record["meta_info"]["unique_info"]["_instance_metadata"]
         metadata["exception_message"] = "ConnectionError: " + text
+    elif place == "tool_name":
+        record["tools"][0]["function"]["name"] = "run " + text
+    elif place == "tool_schema":  # a parameter's default value in the tool's JSON schema
+        record["tools"][0]["function"]["parameters"]["properties"]["command"] = {
+            "type": "string",
+            "default": text,
+        }
+    elif place == "teacher":  # the model name, which lf.stats.json and the manifest show
+        record["meta_info"]["teacher"] = text
+    elif place == "query_source":  # result.json's `source`
+        record["meta_info"]["query_source"] = text
+    else:
+        messages[2]["tool_calls"][0]["id"] = messages[3]["tool_call_id"] = text
     return record
 
 
@@ -197,7 +281,8 @@ def test_each_kind_in_each_place(kind: str, place: str) -> None:
     for secret in secrets:
         assert secret not in out, (kind, place, secret)
     assert f"[REDACTED:{kind}]" in out
-    assert counts == Counter({kind: 1}), (kind, place, counts)
+    expected = 2 if place == "tool_call_id" else 1  # the call's id and the result's
+    assert counts == Counter({kind: expected}), (kind, place, counts)
     assert_arguments_json(record)
 
 
@@ -354,17 +439,48 @@ def test_nested_metadata_and_depth_cap() -> None:
     assert redact_record(record) == Counter({"openai_api_key": 1})
 
 
-def test_tool_names_and_schemas_untouched_descriptions_redacted() -> None:
+def test_tool_names_schemas_and_descriptions_redacted_ordinary_names_untouched() -> None:
     record = base_record()
     key = "sk-" + "proj-" + rand(48, 1)
-    record["tools"][0]["function"]["description"] = "Run a command. Example key: " + key
-    record["tools"][0]["function"]["name"] = "set_api_key"
+    function = record["tools"][0]["function"]
+    function["description"] = "Run a command. Example key: " + key
+    function["parameters"]["properties"]["token"] = {"type": "string", "enum": [key, "x"]}
+    record["tools"].append({"type": "function", "function": {"name": "use." + key}})
+    function["name"] = "set_api_key"
     record["messages"][2]["tool_calls"][0]["function"]["name"] = "set_api_key"
     counts = redact_record(record)
-    assert counts == Counter({"openai_api_key": 1})
-    assert record["tools"][0]["function"]["name"] == "set_api_key"
+    assert counts == Counter({"openai_api_key": 3})
+    assert key not in dumped(record)
+    assert function["name"] == "set_api_key"
     assert record["messages"][2]["tool_calls"][0]["function"]["name"] == "set_api_key"
-    assert record["tools"][0]["function"]["description"].endswith("[REDACTED:openai_api_key]")
+    assert function["description"].endswith("[REDACTED:openai_api_key]")
+    assert function["parameters"]["properties"]["token"]["enum"] == [
+        "[REDACTED:openai_api_key]",
+        "x",
+    ]
+    assert record["tools"][1]["function"]["name"] == "use.[REDACTED:openai_api_key]"
+
+
+def test_every_string_field_of_a_record_is_looked_at() -> None:
+    """Fields the IM format does not name (a reader's extra keys) are redacted too."""
+    key = "gh" + "p_" + rand(36, 5)
+    record = base_record()
+    record["meta_info"]["extra"] = {"note": "token " + key}
+    record["messages"][1]["name"] = "user " + key
+    record["tools"][0]["extra"] = ["see " + key]
+    assert redact_record(record) == Counter({"github_token": 3})
+    assert key not in dumped(record)
+    # keys too, at every level (an IM input's own keys)
+    for owner in (
+        record,
+        record["meta_info"],
+        record["messages"][1],
+        record["messages"][2]["tool_calls"][0],
+        record["messages"][2]["tool_calls"][0]["function"],
+    ):
+        owner["x " + key] = 1
+    assert redact_record(record) == Counter({"github_token": 5})
+    assert key not in dumped(record)
 
 
 # Ordinary code data that looks a little like secrets: must stay exactly as it is.
@@ -441,6 +557,31 @@ FALSE_POSITIVES = [
     "ValueError: invalid token: abc",
     'if key == "password": pass',
     "KeyError: 'api_key'",
+    # near misses of the second round's shapes
+    "mysql -u root -p mydb < dump.sql",
+    "mysql -h db -P 3306 -u app -p",
+    'mysql -u root -p"$MYSQL_ROOT_PASSWORD" app',
+    "mysql -uroot -proot",
+    "apt-get install -y mysql-client && mkdir -p /var/lib/app",
+    "docker run -p 3306:3306 mysql:8",
+    "from huggingface_hub import hf_hub_download; hf_" + "x" * 34,
+    "hf_transfer is enabled",
+    "see SG.com or NSG.rules",
+    "https://example.com/img.png?w=100&sig=abc",
+    "https://example.com/f?sv=2020&sig=<signature>",
+    "timestamps 12:00:00 and 2024-01-01T10:11:12 at 192.168.0.1:8080",
+    "1234567890:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    '{"auths": {"ghcr.io": {"auth": ""}}}',
+    '{"auth": "Bearer"}',
+    "arch x86_64, int64, uint64 and float64 in sha256-b64 digests",
+    "import base64\nbase64.b64encode(b'hello world, this is text')",
+    "echo aGVsbG8gd29ybGQsIHRoaXMgaXMgbm90IGEgc2VjcmV0Cg== | base64 -d",
+    "const data = atob('PGh0bWw+PGJvZHk+aGVsbG88L2JvZHk+PC9odG1sPg==');",
+    "base64 -d <<< " + base64.b64encode(random.Random(5).randbytes(60)).decode(),
+    "eyJ" + "uYW1lIjogImFwcCIsICJ2ZXJzaW9uIjogIjEuMi4zIn0=",
+    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUI=",
+    "https://cdn.example.com/AIza-is-not-a-key/path",
+    "the zero\u200bwidth space and the \u2192 arrow in docs",
 ]
 
 # Realistic secrets that no prefix gives away: found by the name they are assigned to.
@@ -574,7 +715,7 @@ def test_mask_secrets_in_text() -> None:
 TRIGGER_FREE = "".join(
     sorted(
         set("abdefghijlmnopqrstuvx ABDEFGHLMNOPQRSTUXZ0123456789.,;!?()[]{}<>=+*/#$%&|\n\t\"'")
-        - set("JIVkKyYcCwWz_-:\\")
+        - set("JIVkKyYcCwWz_-:\\Gb=")
     )
 )
 
@@ -617,3 +758,199 @@ def test_redaction_is_idempotent_and_total(text: str) -> None:
     out, counts = redact_text(text)
     assert redact_text(out) == (out, Counter())
     assert sum(counts.values()) == out.count("[REDACTED:") - text.count("[REDACTED:")
+
+
+# -- second round: invisible characters, base64, keys split over two messages ----------------
+
+GITHUB = "gh" + "p_" + rand(36, 5)
+ANTHROPIC = "sk-" + "ant-api03-" + rand(90, 2)
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    ["\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e", "\x1b[1m", "\x1b[0m\x00"],
+    ids=["zwsp", "zwj", "word-joiner", "bom", "soft-hyphen", "bidi", "ansi", "ansi-nul"],
+)
+def test_a_key_split_by_an_invisible_character_is_found(hidden: str) -> None:
+    broken = GITHUB[:2] + hidden + GITHUB[2:9] + hidden + GITHUB[9:]
+    record = planted("tool_result", "token " + broken + " \u2192 ok")
+    assert redact_record(record) == Counter({"github_token": 1})
+    content = record["messages"][3]["content"]
+    assert content == "$ cat .env\ntoken [REDACTED:github_token] \u2192 ok\nDEBUG=1\n"
+    # in JSON arguments, raw or escaped
+    for arguments in (
+        orjson.dumps({"command": "echo " + broken}).decode(),
+        json.dumps({"command": "echo " + broken}),  # ASCII: `\\u200b`, `\\u001b`
+    ):
+        record = base_record()
+        record["messages"][2]["tool_calls"][0]["function"]["arguments"] = arguments
+        assert redact_record(record) == Counter({"github_token": 1}), arguments
+        assert orjson.loads(record["messages"][2]["tool_calls"][0]["function"]["arguments"]) == {
+            "command": "echo [REDACTED:github_token]"
+        }
+
+
+def test_invisible_characters_without_a_secret_stay_as_they_are() -> None:
+    """TQS V2 scores the text as the agent saw it: only the cleaner removes them."""
+    record = base_record()
+    record["messages"][3]["content"] = "a\u200bb \x1b[31mred\x1b[0m \u2192 \u00a0done"
+    record["messages"][2]["tool_calls"][0]["function"]["arguments"] = '{"command":"ls \\u200b"}'
+    before = dumped(record)
+    assert redact_record(record) == Counter()
+    assert dumped(record) == before
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("echo " + b64(GITHUB + "\n") + " | base64 -d > ~/.token", "github_token"),
+        ("echo " + b64(GITHUB).rstrip("=") + " | base64 --decode", "github_token"),
+        (
+            "base64.b64decode('" + b64("DB_PASSWORD=Zq8-rT5!xLm2\nDEBUG=1\n") + "')",
+            "env_assignment",
+        ),
+        ("Buffer.from('" + b64(ANTHROPIC) + "', 'base64')", "anthropic_api_key"),
+        ("atob('" + base64.urlsafe_b64encode(GITHUB.encode()).decode() + "')", "github_token"),
+        (
+            "CREDS_B64=" + b64("aws_access_key_id = AK" + "IA" + rand(16, 3, UPPER_DIGITS)),
+            "aws_access_key_id",
+        ),
+        ("base64 of base64: " + b64(b64(GITHUB)), "github_token"),
+        # without any mention of base64: JSON (`eyJ`) and PEM blocks (`LS0tLS1C`)
+        ("export CONFIG=" + b64('{"token": "' + rand(32, 70) + '"}'), "env_assignment"),
+        ("tls.key: " + b64(PEM + "\n"), "private_key"),
+        ('{"auths": {"r.io": {"auth": "' + b64("bot:" + rand(20, 71)) + '"}}}', "docker_auth"),
+    ],
+    ids=[
+        "echo-base64-d",
+        "unpadded",
+        "b64decode-env",
+        "buffer-from",
+        "atob-urlsafe",
+        "b64-variable",
+        "nested",
+        "json-without-hint",
+        "pem-without-hint",
+        "docker-auth",
+    ],
+)
+def test_secrets_wrapped_in_base64(text: str, kind: str) -> None:
+    out, counts = redact_text(text)
+    assert counts == Counter({kind: 1}), out
+    assert f"[REDACTED:{kind}]" in out
+    run = max(re.findall(r"[A-Za-z0-9+/_=-]{20,}", text), key=len)
+    assert run not in out
+    record = planted("tool_result", text)
+    assert redact_record(record) == Counter({kind: 1})
+    assert run not in dumped(record)
+
+
+def test_a_base64_run_is_decoded_when_the_record_mentions_base64_elsewhere() -> None:
+    """`cat token.b64` prints only the run; the command that made it says base64."""
+    record = base_record()
+    arguments = orjson.dumps({"command": "base64 ~/.token > token.b64; cat token.b64"})
+    record["messages"][2]["tool_calls"][0]["function"]["arguments"] = arguments.decode()
+    record["messages"][3]["content"] = b64(GITHUB) + "\n"
+    assert redact_record(record) == Counter({"github_token": 1})
+    assert record["messages"][3]["content"] == "[REDACTED:github_token]\n"
+    # the same output in a record that never mentions base64 is left alone (not decoded)
+    record = base_record()
+    record["messages"][3]["content"] = b64(GITHUB) + "\n"
+    assert redact_record(record) == Counter()
+
+
+def test_long_and_binary_base64_is_left_alone() -> None:
+    blob = base64.b64encode(random.Random(8).randbytes(30000)).decode()
+    text = "echo " + blob + " | base64 -d > image.png"
+    assert redact_text(text) == (text, Counter())
+
+
+def tool_turn(call_id: str, command: str, output: str) -> list[dict[str, Any]]:
+    arguments = orjson.dumps({"command": command}).decode()
+    call = {"id": call_id, "type": "function", "function": {"name": "Bash", "arguments": arguments}}
+    return [
+        {"role": "assistant", "content": "", "reasoning_content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": output},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "cut", "kind"),
+    [
+        (ANTHROPIC, 40, "anthropic_api_key"),
+        (ANTHROPIC, 12, "anthropic_api_key"),
+        (GITHUB, 6, "github_token"),
+        ("AK" + "IA" + rand(16, 3, UPPER_DIGITS), 8, "aws_access_key_id"),
+        ("AI" + "za" + rand(35, 12), 10, "google_api_key"),
+    ],
+    ids=["anthropic-40", "anthropic-12", "github", "aws", "google"],
+)
+def test_a_key_split_over_two_tool_results(key: str, cut: int, kind: str) -> None:
+    record = base_record()
+    record["messages"][3:4] = [
+        {"role": "tool", "tool_call_id": "call_1", "content": key[:cut]},
+        *tool_turn("call_2", "tail -c +41 key.txt", key[cut:] + "\n"),
+    ]
+    assert redact_record(record) == Counter({kind: 1})
+    out = dumped(record)
+    assert key[:cut] not in out and key[cut:] not in out
+    contents = [m["content"] for m in record["messages"] if m["role"] == "tool"]
+    assert contents == [f"[REDACTED:{kind}]", f"[REDACTED:{kind}]\n"]
+
+
+def test_a_key_split_between_a_tool_result_and_the_next_message() -> None:
+    record = base_record()
+    record["messages"][3]["content"] = "the key is " + GITHUB[:10] + "\n"
+    record["messages"][4]["content"] = GITHUB[10:] + " is the rest."
+    assert redact_record(record) == Counter({"github_token": 1})
+    assert record["messages"][3]["content"] == "the key is [REDACTED:github_token]\n"
+    assert record["messages"][4]["content"] == "[REDACTED:github_token] is the rest."
+
+
+def test_a_whole_key_before_a_message_leaves_the_message_alone() -> None:
+    record = base_record()
+    record["messages"][3]["content"] = "GITHUB_TOKEN is " + GITHUB
+    record["messages"][4]["content"] = "Done, the token works now."
+    assert redact_record(record) == Counter({"github_token": 1})
+    assert record["messages"][4]["content"] == "Done, the token works now."
+
+
+def test_google_key_in_a_url_path() -> None:
+    key = "AI" + "za" + rand(35, 12)
+    out, counts = redact_text("GET https://maps.example/v1/" + key + "/tiles?x=1")
+    assert out == "GET https://maps.example/v1/[REDACTED:google_api_key]/tiles?x=1"
+    assert counts == Counter({"google_api_key": 1})
+
+
+def test_signed_url_signatures() -> None:
+    amz = "X-Amz-" + "Signature=" + rand(64, 72, "0123456789abcdef")
+    out, counts = redact_text("https://b.s3.amazonaws.com/k?X-Amz-Expires=60&" + amz)
+    assert out.endswith("X-Amz-Signature=[REDACTED:url_signature]")
+    assert counts == Counter({"url_signature": 1})
+
+
+def test_judge_answers_are_masked_when_the_bundle_was_redacted() -> None:
+    from transforms.bundle_steps import mask_judge_answers, mask_secrets
+
+    answer = {
+        "llm_composite_score": 0.5,
+        "llm_detailed_results": {"by_category": {"A": {"checks": {"a1": {"reason": GITHUB}}}}},
+        "llm_raw_response": '{"reason": "the agent printed ' + GITHUB + '"}',
+    }
+    bundle = mask_secrets(bundle_of(base_record()))
+    bundle["records"][0]["meta_info"]["unique_info"]["_llm_judge"] = copy.deepcopy(answer)
+    mask_judge_answers(bundle, "_llm_judge")
+    judged = bundle["records"][0]["meta_info"]["unique_info"]["_llm_judge"]
+    assert GITHUB not in orjson.dumps(judged).decode()
+    assert judged["llm_composite_score"] == 0.5
+    assert judged["llm_raw_response"] == '{"reason": "the agent printed [REDACTED:github_token]"}'
+    assert bundle["tallies"] == {"redacted.github_token": 2}
+    # `--redact off`: the bundle never went through the stage, nothing is touched
+    bundle = bundle_of(base_record())
+    bundle["records"][0]["meta_info"]["unique_info"]["_llm_judge"] = copy.deepcopy(answer)
+    mask_judge_answers(bundle, "_llm_judge")
+    assert bundle["records"][0]["meta_info"]["unique_info"]["_llm_judge"] == answer

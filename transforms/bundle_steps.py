@@ -12,6 +12,7 @@ decision still open, and `decided_row` settles it where the bundle is kept or re
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,12 +23,13 @@ from scorers.im_validity import bundle_problem, schema_problem
 from scorers.im_validity import trainable_problem as record_trainable_problem
 from scorers.tqs_v2.score import is_subagent, scored_trajectory, tool_call_errors
 from transforms.cleaning import clean_record, clean_value
-from transforms.redact import redact_bundle
+from transforms.redact import redact_bundle, redact_object
 from transforms.report.rows import Decision, diagnosis_summary, judge_scores, score_row
 from transforms.reward_gate import RESOLVED, gate_reason, outcome
 
 MIB = 2**20
 TALLIES = "tallies"
+REDACT_MODE = "redact_mode"  # the `redact` stage's mode, on the bundles it saw
 SCORE_ROW = "score_row"  # the bundle's sidecar row, set by `score_bundle`
 SCORER_VERSION_KEY = "_scorer_version"  # beside `_score`: the TQS V2 version that made it
 TRAINABLE_KEY = "_trainable"  # `unique_info` key `trajcurate score` sets (`mark_untrainable`)
@@ -130,6 +132,7 @@ def clean_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
 def mask_secrets(bundle: dict[str, Any]) -> dict[str, Any]:
     """Replace every secret found with a typed placeholder (counted per kind)."""
     found = redact_bundle(bundle, "mask")
+    bundle[REDACT_MODE] = "mask"
     _tally(bundle, {f"redacted.{kind}": n for kind, n in found.items()})
     return bundle
 
@@ -137,10 +140,26 @@ def mask_secrets(bundle: dict[str, Any]) -> dict[str, Any]:
 def secrets_problem(bundle: dict[str, Any]) -> str | None:
     """`--redact drop`: a bundle holding any secret is rejected, naming the kinds found."""
     found = redact_bundle(bundle, "drop")
+    bundle[REDACT_MODE] = "drop"
     if not found:
         return None
     kinds = ", ".join(f"{kind} x{n}" for kind, n in sorted(found.items()))
     return f"secrets found ({kinds})"
+
+
+def mask_judge_answers(bundle: dict[str, Any], key: str) -> dict[str, Any]:
+    """The LLM judges' outputs (under `unique_info[key]`: scores, `llm_detailed_results`,
+    `llm_raw_response`, ...) masked like the records were, when the bundle went through
+    the `redact` stage: the judge's own answers are written out too (counted per kind)."""
+    if bundle.get(REDACT_MODE) is None:
+        return bundle
+    found: Counter[str] = Counter()
+    for record in bundle["records"]:
+        outputs = record["meta_info"]["unique_info"].get(key)
+        if isinstance(outputs, dict | list):
+            found += redact_object(outputs)
+    _tally(bundle, {f"redacted.{kind}": n for kind, n in found.items()})
+    return bundle
 
 
 def score_bundle(

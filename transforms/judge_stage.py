@@ -5,7 +5,9 @@ the registered strategies (`transforms/llm/strategies.py`) on a thread pool of
 `--llm-concurrency`. `judge_batch` does the work (no Beam there); this DoFn only routes and
 counts: every bundle counts `judge.in` and then `judge.kept` — scored, or with null scores
 and an error field when the judge gave up — or `judge.dead_letter`, on the `dead_letter`
-output, when judging it raised (a bug, a record the judges cannot read).
+output, when judging it raised (a bug, a record the judges cannot read). A judged bundle
+that went through the `redact` stage has the judges' outputs masked too
+(`bundle_steps.mask_judge_answers`): their answers are written to the data.
 
 Each worker process holds one `Budget` (`apache_beam.utils.shared.Shared`): the limiter with
 this process's share of `--llm-rpm` / `--llm-tpm`, and the checklist cache, shared by every
@@ -24,10 +26,12 @@ import apache_beam as beam
 from apache_beam.metrics.metric import Metrics
 from apache_beam.utils.shared import Shared
 
+from transforms.bundle_steps import mask_judge_answers
 from transforms.chain import DEAD_LETTER, Drop
 from transforms.llm.counters import COUNTER_NAMES, LLMCounters
 from transforms.llm.dry_run import estimate_run
 from transforms.llm.judging import (
+    JUDGE_KEY,
     JUDGE_STAGE,
     Budget,
     Judge,
@@ -84,7 +88,7 @@ class JudgeBundles(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, item.record)
             else:
                 self.stage["kept"].inc()
-                yield item
+                yield mask_judge_answers(item, JUDGE_KEY)
         self._publish()
 
     def _publish(self) -> None:

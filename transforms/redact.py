@@ -4,27 +4,33 @@ Every well-known secret shape in a record's text is replaced by a typed placehol
 `[REDACTED:<kind>]` (the kinds are `KINDS`), with a count per kind:
 
 - `redact_text(text)`: one string;
-- `redact_record(record)`: in place over one IM record: every message's `content` and
-  `reasoning_content`, every tool call's `function.arguments` (a JSON string: parsed, its
-  strings redacted, and written back compactly with orjson only when something was found,
-  so it stays valid JSON and is byte-identical otherwise), `tools[].function.description`
-  and every string inside `meta_info.unique_info` (nested, to `MAX_DEPTH`). Tool names,
-  parameter schemas and the other `meta_info` fields are left alone;
+- `redact_record(record)`: in place over every string of one IM record: message `content`
+  and `reasoning_content` and every other message field, tool names, descriptions and
+  parameter schemas (defaults, enums, property names), every `meta_info` field (the model
+  in `teacher`, `query_source`, all of `unique_info`), nested to `MAX_DEPTH`. A tool
+  call's `function.arguments` (a JSON string) is parsed, its strings redacted, and written
+  back compactly with orjson only when something was found, so it stays valid JSON and is
+  byte-identical otherwise. A key split between two messages (a known prefix ending one
+  tool result, the rest starting the next message) is masked in both;
 - `redact_bundle(bundle, mode)`: every record of a bundle in "mask" and "drop" mode (the
   caller rejects the bundle in "drop" mode when the count is not empty), nothing in "off";
+- `redact_object(value)`: every string of a JSON-like object (the LLM judges' answers);
 - `mask_url_credentials(url)`, `mask_secrets_in_text(text)`: for option values and messages
   written to manifests and logs.
 
 Inside JSON (tool-call arguments, `unique_info`) a string under a secret's key
 (`{"password": "..."}`, `{"env": {"GITHUB_TOKEN": "..."}}`) is judged as a value assigned
-to that name.
+to that name. Detectors read each text as the cleaner will leave it (no zero-width or other
+invisible characters), and base64 runs are decoded where the record mentions base64
+(`transforms/redaction/text.py`).
 
-Speed: the texts of a record are joined and scanned once by the prefilter
+Speed: the strings of a record are joined and scanned once by the prefilter
 (`transforms/redaction/patterns.py`: a few literal searches, no detector), so a record
-without any trigger is returned untouched right there; only the strings of a record that
-matched go one by one through the detectors. Long texts found clean (system prompts, tool
-descriptions, repeated file contents) are remembered and not scanned again.
-`benchmarks/bench_redact.py` measures it against scoring.
+without any trigger, invisible character or mention of base64 is returned untouched right
+there; only the strings of a record that matched go one by one through the detectors. Long
+texts found clean (system prompts, tool descriptions and schemas, repeated file contents)
+are remembered and not scanned again. `benchmarks/bench_redact.py` measures it against
+scoring.
 """
 
 from __future__ import annotations
@@ -38,8 +44,15 @@ from typing import Any
 import orjson
 
 from transforms.redaction.patterns import PREFILTER, search_any
-from transforms.redaction.rules import NONE, high_entropy, literal_secret, name_tier
-from transforms.redaction.text import placeholder, redact_matched, redact_text
+from transforms.redaction.rules import NONE, high_entropy, literal_secret, looks_random, name_tier
+from transforms.redaction.text import (
+    has_b64_hint,
+    may_hide,
+    placeholder,
+    prefixed_spans,
+    redact_text,
+    scan,
+)
 
 __all__ = [
     "KINDS",
@@ -49,6 +62,7 @@ __all__ = [
     "mask_secrets_in_text",
     "mask_url_credentials",
     "redact_bundle",
+    "redact_object",
     "redact_record",
     "redact_text",
 ]
@@ -65,9 +79,15 @@ KINDS = (
     "slack_webhook",
     "google_api_key",
     "stripe_key",
+    "huggingface_token",
+    "sendgrid_api_key",
+    "telegram_bot_token",
     "private_key",
     "jwt",
     "url_password",
+    "url_signature",
+    "docker_auth",
+    "cli_password",
     "env_assignment",
     "high_entropy_secret",
 )
@@ -78,86 +98,97 @@ def redact_record(record: dict[str, Any]) -> Counter[str]:
     """Redact one IM record in place; the count of secrets found per kind."""
     counts: Counter[str] = Counter()
     texts = _texts(record)
-    if texts is not None and not search_any("\n".join(texts[0] + texts[1])):
-        for text in texts[0]:
-            _remember_clean(text)
-        return counts
+    if texts is None:
+        b64 = True
+    else:
+        joined = "\n".join(texts[0] + texts[1])
+        if not search_any(joined) and not may_hide(joined):
+            for text in texts[0]:
+                _remember_clean(text)
+            return counts
+        b64 = has_b64_hint(joined)
     messages = record.get("messages")
-    for message in messages if isinstance(messages, list) else ():
-        if not isinstance(message, dict):
-            continue
-        for field in ("content", "reasoning_content"):
-            value = message.get(field)
-            if isinstance(value, str | list | dict):
-                message[field] = _redact_value(value, counts, 0)
-        for function in _functions(message):
-            arguments = function.get("arguments")
-            if isinstance(arguments, str):
-                function["arguments"] = _redact_arguments(arguments, counts)
-            elif isinstance(arguments, list | dict):
-                function["arguments"] = _redact_value(arguments, counts, 0)
-    for function in _functions(record, "tools"):
-        if isinstance(function.get("description"), str):
-            function["description"] = _redact_string(function["description"], counts)
-    unique_info = _unique_info(record)
-    if unique_info is not None:
-        _redact_value(unique_info, counts, 0)
+    if isinstance(messages, list):
+        _redact_split_keys(messages, counts)
+    _redact_value(record, counts, 0, b64)
     return counts
 
 
 def _texts(record: dict[str, Any]) -> tuple[list[str], list[str]] | None:
-    """The record's texts not known to be clean: message texts and tool descriptions (worth
-    remembering when clean: they repeat across records), then tool-call arguments and
-    `unique_info` as JSON (the prefilter allows its escapes). None when a part is not of the
-    IM shape (then every string is looked at one by one). The hot path: plain loops."""
+    """Every string of the record not known to be clean, for the prefilter: message texts
+    and the tools as JSON (worth remembering when clean: they repeat across records), then
+    the other fields of messages, tool calls and `meta_info` (as JSON: the prefilter allows
+    its escapes). None when a part is not of the IM shape (then every string is looked at
+    one by one). The hot path: plain loops."""
     texts: list[str] = []
     others: list[str] = []
     append = texts.append
     clean = _clean
+    dumps = orjson.dumps
     try:
         for message in record["messages"]:
-            for field in ("content", "reasoning_content"):
-                value = message.get(field)
-                if type(value) is str:
+            if not message.keys() <= _MESSAGE_KEYS:  # keys of its own (an IM input's)
+                others.extend(map(str, message))
+            for field, value in message.items():
+                if value is None:
+                    continue
+                if field == "content" or field == "reasoning_content":
+                    if type(value) is not str:
+                        return None
                     if value and (len(value) < _CACHE_MIN or value not in clean):
                         append(value)
-                elif value is not None:
-                    return None
-            calls = message.get("tool_calls")
-            if calls:
-                for call in calls:
-                    arguments = call["function"]["arguments"]
-                    if type(arguments) is not str:
-                        return None
-                    others.append(arguments)
-        for tool in record.get("tools") or ():
-            description = tool["function"].get("description")
-            if type(description) is str and (
-                len(description) < _CACHE_MIN or description not in clean
-            ):
-                append(description)
-        others.append(orjson.dumps(record["meta_info"]["unique_info"]).decode())
+                elif field == "tool_calls":
+                    for call in value:
+                        if not call.keys() <= _CALL_KEYS:
+                            others.extend(map(str, call))
+                        for part, item in call.items():
+                            if part == "function":
+                                _add_values(item, others, _FUNCTION_KEYS)
+                            else:
+                                others.append(item if type(item) is str else dumps(item).decode())
+                elif field == "role":
+                    if value not in _ROLES:
+                        others.append(value if type(value) is str else dumps(value).decode())
+                else:
+                    others.append(value if type(value) is str else dumps(value).decode())
+        tools = record.get("tools")
+        if tools:  # a scaffold's records share their tool set: remembered as a whole
+            text = dumps(tools).decode()
+            if len(text) < _CACHE_MIN or text not in clean:
+                append(text)
+        if not record.keys() <= _RECORD_KEYS:
+            others.extend(map(str, record))
+        for field, value in record.items():
+            if field == "meta_info":
+                _add_values(value, others, _META_KEYS)
+            elif field != "messages" and field != "tools":
+                others.append(value if type(value) is str else dumps(value).decode())
     except (KeyError, TypeError, AttributeError):
         return None
     return texts, others
 
 
-def _functions(owner: dict[str, Any], field: str = "tool_calls") -> list[dict[str, Any]]:
-    """The `function` objects of a message's tool calls or of a record's tools."""
-    items = owner.get(field)
-    if not items or not isinstance(items, list):
-        return []
-    return [
-        item["function"]
-        for item in items
-        if isinstance(item, dict) and isinstance(item.get("function"), dict)
-    ]
+_ROLES = frozenset(("system", "user", "assistant", "tool"))
+# the IM format's keys (formats.md §4); a record's other keys are strings to look at too
+_RECORD_KEYS = frozenset(("version", "meta_info", "tools", "messages"))
+_META_KEYS = frozenset(
+    "teacher query_source response_generate_time response_update_time owner language "
+    "category rounds unique_info".split()
+)
+_MESSAGE_KEYS = frozenset(
+    ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
+)
+_CALL_KEYS = frozenset(("id", "type", "function"))
+_FUNCTION_KEYS = frozenset(("name", "arguments"))
 
 
-def _unique_info(record: dict[str, Any]) -> dict[str, Any] | None:
-    meta_info = record.get("meta_info")
-    unique_info = meta_info.get("unique_info") if isinstance(meta_info, dict) else None
-    return unique_info if isinstance(unique_info, dict) else None
+def _add_values(mapping: dict[str, Any], out: list[str], keys: frozenset[str]) -> None:
+    """Each value of `mapping` (a string as it is, anything else as JSON), and its keys when
+    they are not all the format's `keys`."""
+    if not mapping.keys() <= keys:
+        out.extend(map(str, mapping))
+    for item in mapping.values():
+        out.append(item if type(item) is str else orjson.dumps(item).decode())
 
 
 # Texts of >= _CACHE_MIN chars the prefilter found clean (system prompts, tool descriptions
@@ -205,40 +236,60 @@ def redact_bundle(bundle: Mapping[str, Any], mode: str) -> Counter[str]:
     for field in ("metadata", "usage", "warnings"):
         value = bundle.get(field)
         if isinstance(value, dict | list):
-            _redact_value(value, counts, 0)
+            counts += redact_object(value)
     return counts
 
 
-def _redact_string(text: str, counts: Counter[str]) -> str:
-    if len(text) >= _CACHE_MIN and text in _clean:
-        return text
-    if not search_any(text):
-        _remember_clean(text)
-        return text
-    return redact_matched(text, counts)
+def redact_object(value: dict[str, Any] | list[Any]) -> Counter[str]:
+    """Every string of a JSON-like object redacted in place (keys too; a string under a
+    secret's key judged as assigned to it), to `MAX_DEPTH`: bundle metadata, the LLM judges'
+    answers. The count per kind."""
+    counts: Counter[str] = Counter()
+    try:
+        b64 = has_b64_hint(orjson.dumps(value).decode())
+    except TypeError:  # not serialisable as it is: look at every base64 run
+        b64 = True
+    _redact_value(value, counts, 0, b64)
+    return counts
 
 
-def _redact_value(value: Any, counts: Counter[str], depth: int) -> Any:
-    """A string redacted, or a list / dict redacted in place (keys too), to `MAX_DEPTH`."""
+def _redact_string(text: str, counts: Counter[str], b64: bool) -> str:
+    """One string. Unless its record mentions base64 (`b64`: then every base64 run of every
+    string is decoded), a text known clean or without any trigger is returned at once."""
+    if not b64:
+        if len(text) >= _CACHE_MIN and text in _clean:
+            return text
+        if not search_any(text) and not may_hide(text):
+            _remember_clean(text)
+            return text
+    return scan(text, counts, b64)
+
+
+def _redact_value(value: Any, counts: Counter[str], depth: int, b64: bool) -> Any:
+    """A string redacted, or a list / dict redacted in place (keys too), to `MAX_DEPTH`. A
+    string under `arguments` is a tool call's JSON arguments (`_redact_arguments`)."""
     if isinstance(value, str):
-        return _redact_string(value, counts) if value else value
+        return _redact_string(value, counts, b64) if value else value
     if depth >= MAX_DEPTH:
         return value
     if isinstance(value, list):
         for index, item in enumerate(value):
             if isinstance(item, str | list | dict):
-                value[index] = _redact_value(item, counts, depth + 1)
+                value[index] = _redact_value(item, counts, depth + 1, b64)
     elif isinstance(value, dict):
         renamed = False
         for key, item in value.items():
             if isinstance(item, str):
-                value[key] = _redact_named(key, item, counts)
+                if key == "arguments":
+                    value[key] = _redact_arguments(item, counts, b64)
+                else:
+                    value[key] = _redact_named(key, item, counts, b64)
             elif isinstance(item, list | dict):
-                _redact_value(item, counts, depth + 1)
-            renamed = renamed or (isinstance(key, str) and PREFILTER.search(key) is not None)
+                _redact_value(item, counts, depth + 1, b64)
+            renamed = renamed or (isinstance(key, str) and _key_may_hold(key))
         if renamed:
             items = [
-                (_redact_string(key, counts) if isinstance(key, str) else key, item)
+                (_redact_string(key, counts, b64) if isinstance(key, str) else key, item)
                 for key, item in value.items()
             ]
             value.clear()
@@ -246,9 +297,13 @@ def _redact_value(value: Any, counts: Counter[str], depth: int) -> Any:
     return value
 
 
-def _redact_named(key: Any, value: str, counts: Counter[str]) -> str:
+def _key_may_hold(key: str) -> bool:
+    return PREFILTER.search(key) is not None or (not key.isascii() and may_hide(key))
+
+
+def _redact_named(key: Any, value: str, counts: Counter[str], b64: bool) -> str:
     """A string value under `key`: redacted as text, else judged as assigned to `key`."""
-    redacted = _redact_string(value, counts) if value else value
+    redacted = _redact_string(value, counts, b64) if value else value
     if redacted is not value or not isinstance(key, str):
         return redacted
     tier = name_tier(key) if _SECRET_WORD.search(key) else NONE
@@ -267,10 +322,11 @@ def _redact_named(key: Any, value: str, counts: Counter[str]) -> str:
 _SECRET_WORD = re.compile(r"(?i)key|token|secret|pass")
 
 
-def _redact_arguments(arguments: str, counts: Counter[str]) -> str:
+def _redact_arguments(arguments: str, counts: Counter[str], b64: bool) -> str:
     """Tool-call arguments: the JSON is decoded so that escaped secrets (a PEM key whose
-    newlines are `\\n`, `\\u0041KIA...`) are found, and re-encoded only when one was."""
-    if not search_any(arguments):
+    newlines are `\\n`, `\\u0041KIA...`, a `\\u200b` inside a key) are found, and re-encoded
+    only when one was."""
+    if not b64 and not search_any(arguments) and not may_hide(arguments):
         return arguments
     found: Counter[str] = Counter()
     try:
@@ -279,11 +335,11 @@ def _redact_arguments(arguments: str, counts: Counter[str]) -> str:
         try:
             parsed = json.loads(arguments)
         except ValueError:  # not JSON: as text
-            return _redact_string(arguments, counts)
+            return _redact_string(arguments, counts, b64)
     if isinstance(parsed, str):
-        redacted: Any = _redact_string(parsed, found)
+        redacted: Any = _redact_string(parsed, found, b64)
     elif isinstance(parsed, list | dict):
-        redacted = _redact_value(parsed, found, 0)
+        redacted = _redact_value(parsed, found, 0, b64)
     else:
         return arguments
     if not found:
@@ -293,6 +349,66 @@ def _redact_arguments(arguments: str, counts: Counter[str]) -> str:
         return orjson.dumps(redacted).decode()
     except TypeError:  # e.g. an integer wider than 64 bits: stdlib json, as compact
         return json.dumps(redacted, ensure_ascii=False, separators=(",", ":"))
+
+
+# A key split over two messages (`head -c 20 key.txt`, then `tail -c +21 key.txt`): a known
+# prefix in the last word of one message's text, the rest at the start of the next one's
+# (the next message, and for a tool result the next tool result too).
+_SPLIT_TAIL = 160
+_SPLIT_PREFIX = re.compile(
+    r"(?:sk-|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|A[KS]IA|AIza|[sr]k_live_|hf_|SG\.|eyJ)"
+    r"[A-Za-z0-9_.-]*\Z"
+)
+_SPLIT_HEAD = re.compile(r"[A-Za-z0-9_.+/=-]{4,512}(?![^\s\"'`,;)\]}<>])")
+
+
+def _redact_split_keys(messages: list[Any], counts: Counter[str]) -> None:
+    """Mask both halves of every key split between two messages' `content`."""
+    texts = [
+        message
+        for message in messages
+        if isinstance(message, dict) and isinstance(message.get("content"), str)
+    ]
+    for position, message in enumerate(texts):
+        tail = message["content"][-_SPLIT_TAIL:].rstrip()
+        cut = max(tail.rfind(" "), tail.rfind("\n"), tail.rfind("\t"))
+        match = _SPLIT_PREFIX.search(tail, cut + 1)
+        if match is None:
+            continue
+        for following in _following(texts, position):
+            if _join_split(message, following, len(tail) - match.start(), counts):
+                break
+
+
+def _following(texts: list[dict[str, Any]], position: int) -> list[dict[str, Any]]:
+    """The message after `texts[position]` and, for a tool result, the next tool result."""
+    out = texts[position + 1 : position + 2]
+    if texts[position].get("role") == "tool":
+        out += [message for message in texts[position + 2 :] if message.get("role") == "tool"][:1]
+    return out
+
+
+def _join_split(
+    first: dict[str, Any], second: dict[str, Any], size: int, counts: Counter[str]
+) -> bool:
+    """Whether the last `size` chars of `first`'s content (before trailing blanks) and the
+    first word of `second`'s form a key; if so both halves are masked."""
+    head = _SPLIT_HEAD.match(second["content"])
+    if head is None or not looks_random(head.group(0)):
+        return False
+    text = first["content"]
+    end = len(text.rstrip())
+    start = end - size
+    joined = text[max(start - 1, 0) : end] + head.group(0)
+    junction = end - max(start - 1, 0)
+    for span_start, span_end, kind in prefixed_spans(joined):
+        if span_start < junction < span_end:
+            mask = placeholder(kind)
+            first["content"] = text[: end - junction + span_start] + mask + text[end:]
+            second["content"] = mask + second["content"][span_end - junction :]
+            counts[kind] += 1
+            return True
+    return False
 
 
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")

@@ -24,6 +24,28 @@ def _name(anchor: str, behind: str, ahead: str = "") -> str:
     return rf"{anchor}(?<={behind}{anchor})(?:{ahead}{_OP}|(?<=-{behind}{anchor}){ahead}[ \t])"
 
 
+# `scheme://user:password@`, a Telegram bot token (`<digits>:AA...`)
+_COLON = r":(?=//[^\s/@:]{0,256}:[^\s/@]{0,256}@|AA[A-Za-z0-9_-]{33})"
+# `"auth": "..."` (Docker's config.json, also JSON-escaped)
+_AUTH_KEY = r"""h(?<=["']auth)\\{0,3}["'][ \t]{0,3}:"""
+# `ghp_`, `github_pat_`, `hf_`, `_PASS=`
+_UNDERSCORE = (
+    r"_(?:(?<=[pousrtf]_)(?:(?<=gh[pousr]_)|(?<=_pat_)|(?<=hf_)(?<![A-Za-z0-9]hf_))"
+    rf"|(?=[pP][aA][sS][sS]{_OP}))"
+)
+_SIGNATURE = r"=(?<=[ge]=)(?:(?<=[?&;]sig=)|(?<=-Signature=))"
+# an escaped character in a JSON string: ASCII (decode and look), or one the cleaner removes
+_ESCAPE = (
+    r"\\(?=u00[2-7]|u00[0189]|u00[aA][dD]|u200[b-fB-F]|u20[26]|u[fF][eE][fF][fF]|u061[cC]"
+    r"|u180[eE])"
+)
+# `mysql -pPASSWORD`, and where base64 is mentioned (`base64`, `b64decode`, `atob`): there
+# every base64 run is decoded; not the `b64` inside a hex digest
+_B64_AFTER_B = r"(?=ase64)|(?=64)(?<=[^0-9A-Za-z]b)|(?<=atob)"
+_LOWER_B = rf"b(?=ase64|64|(?<=[do]b))(?:{_B64_AFTER_B}|(?<=mariadb))"
+_UPPER_B = r"B(?:(?=ase64|ASE64)|(?<=[^0-9A-Za-z]B)(?=64))"
+B64_HINTS = (re.compile(rf"b(?:{_B64_AFTER_B})").search, re.compile(_UPPER_B).search)
+
 # One branch per rare anchor character of a trigger.
 PREFILTER_BRANCHES = (
     r"J(?<=eyJ)",  # jwt
@@ -38,11 +60,18 @@ PREFILTER_BRANCHES = (
     _name("C", "SE", "RET"),
     _name("w", "[pP]ass", "(?:or)?d"),
     _name("W", "PASS", "(?:OR)?D"),
-    rf"_(?:(?<=gh[pousr]_)|(?<=_pat_)|(?=[pP][aA][sS][sS]{_OP}))",
+    _UNDERSCORE,
     r"-(?:(?<=glpat-)|(?<=xox[abposr]-))",
     rf"z(?<=[aA]uthoriz)ation{_OP}",
-    r":(?=//[^\s/@:]{0,256}:[^\s/@]{0,256}@)",  # scheme://user:password@
-    r"\\(?=u00[2-7])",  # an escaped ASCII character in a JSON string: decode and look
+    _COLON,
+    _ESCAPE,
+    r"G(?<=SG)\.",  # SendGrid
+    _SIGNATURE,  # a signed URL's signature: Azure SAS `&sig=`, `X-Amz-Signature=`
+    _AUTH_KEY,
+    r"q(?<=mysq)l",  # `mysql -pPASSWORD`
+    _LOWER_B,
+    _UPPER_B,
+    r"C(?<=LS0tLS1C)",  # base64 of `-----BEGIN`
 )
 PREFILTER = re.compile("|".join(PREFILTER_BRANCHES))
 
@@ -57,10 +86,13 @@ _PASSES = tuple(
         rf"c(?<=[sS]ec)(?:ret{_OP}|(?<=-[sS]ec)ret[ \t])",
         rf"w(?<=[pP]assw)(?:(?:or)?d{_OP}|(?<=-[pP]assw)(?:or)?d[ \t])",
         rf"z(?<=[aA]uthoriz)ation{_OP}",
-        rf"_(?:(?<=gh[pousr]_)|(?<=_pat_)|(?=[pP][aA][sS][sS]{_OP}))",
+        _UNDERSCORE,
         r"-(?:(?<=glpat-)|(?<=xox[abposr]-))",
-        r":(?=//[^\s/@:]{0,256}:[^\s/@]{0,256}@)",
-        r"\\(?=u00[2-7])",
+        _COLON,
+        _ESCAPE,
+        _SIGNATURE,
+        _AUTH_KEY,
+        _LOWER_B,
     )
 )
 _RARE = tuple(
@@ -69,8 +101,11 @@ _RARE = tuple(
         r"J(?<=eyJ)",
         r"V(?<=PRIV)ATE",
         rf"K(?:(?<=TOK)(?:EN{_OP}|(?<=-TOK)EN[ \t])|(?:EY|ey){_OP}|(?<=-K)(?:EY|ey)[ \t])",
-        rf"C(?<=SEC)(?:RET{_OP}|(?<=-SEC)RET[ \t])",
+        rf"C(?:(?<=SEC)(?:RET{_OP}|(?<=-SEC)RET[ \t])|(?<=LS0tLS1C))",
         rf"W(?<=PASSW)(?:(?:OR)?D{_OP}|(?<=-PASSW)(?:OR)?D[ \t])",
+        r"G(?<=SG)\.",
+        r"q(?<=mysq)l",
+        _UPPER_B,
     )
 )
 _LONG = 1000
@@ -143,13 +178,40 @@ TOKENS: tuple[tuple[str, str, re.Pattern[str], int, str], ...] = (
         B64URL,
     ),
     ("slack_token", "xox", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"), 5, B64URL),
-    (
+    (  # a key may follow a `/` (a URL path): only the other base64 characters are refused
         "google_api_key",
         "AIza",
-        re.compile(r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_+/=-])"),
+        re.compile(r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_+=-])"),
         4,
-        B64,
+        B64URL + "+",
     ),
+    ("huggingface_token", "hf_", re.compile(r"hf_[A-Za-z0-9]{30,40}(?![A-Za-z0-9_])"), 3, B64URL),
+    (
+        "sendgrid_api_key",
+        "SG.",
+        re.compile(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+        3,
+        B64URL,
+    ),
+)
+# `<bot id>:<35 chars>`; the secret part of every bot token starts `AA`
+TELEGRAM_BOT_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_:-])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"
+)
+# the signature of a signed URL (Azure SAS `sig=`, S3 / GCS presigned URLs), URL-encoded
+URL_SIGNATURE = re.compile(
+    r"(?P<keep>(?:(?<=[?&;])sig|X-(?:Amz|Goog)-Signature)=)(?P<value>[A-Za-z0-9%+/=_.-]{16,})"
+)
+# Docker's `config.json`: `"auth": "<base64 of user:password>"` (also JSON-escaped)
+DOCKER_AUTH = re.compile(
+    r"""(?<=["'])auth\\{0,3}["'][ \t]{0,3}:[ \t]{0,3}\\{0,3}["']"""
+    r"(?P<value>[A-Za-z0-9+/]{8,}={0,2})\\{0,3}[\"']"
+)
+# `mysql -u root -pPASSWORD db`: the password glued to `-p` (a lone `-p` prompts for it)
+MYSQL_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9_.-])(?:mysql[a-z]*|mariadb(?:-[a-z]+)?)(?![A-Za-z0-9_.-])"
+    r"[^\n;|&]{0,300}?(?<=[ \t])-p"
+    r"(?P<value>'[^'\n]{1,256}'|\"[^\"\n]{1,256}\"|[^\s'\"`;|&()]{1,256})"
 )
 AWS_ACCESS_KEY_ID = re.compile(r"A[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9+/])")
 

@@ -1,17 +1,35 @@
 """`redact_text`: the detectors in order over one string.
 
 Order matters: whole PEM blocks first (their base64 would otherwise look like other
-things), then the shapes with a known prefix, then URL passwords, named AWS secrets and
-`Authorization` headers, then values assigned to secret-looking names. A redacted value
+things), then the shapes with a known prefix, then URL passwords and signatures, Docker
+credentials, `mysql -p...`, named AWS secrets and `Authorization` headers, then values
+assigned to secret-looking names, and last secrets wrapped in base64. A redacted value
 starts with `[REDACTED:`, which no detector takes again, so redacting twice changes nothing.
+
+Two ways of hiding a secret are undone before the detectors look:
+
+- invisible characters: the detectors read the text as the cleaner will leave it
+  (`transforms/cleaning.py`: format characters such as U+200B, ANSI escapes, control
+  characters), so `gh\u200bp_...` is found; a text holding a secret is returned cleaned
+  (the cleaner would remove those characters anyway), any other is returned as it is, so
+  TQS V2 still scores the text as the agent saw it;
+- base64 (`echo <base64> | base64 -d`, a base64 `.env` or Docker config): in a text
+  where base64 is mentioned (`has_b64_hint`: `base64`, `b64decode`, `atob`, ...) every run
+  of base64 characters of plausible length (`B64_MIN`..`B64_MAX`) is decoded, and elsewhere
+  the runs that start like base64 JSON (`eyJ`) or a base64 PEM block (`LS0tLS1C`); a run
+  whose decoded text holds a secret (the same detectors, to `B64_DEPTH` levels of nesting)
+  is replaced as a whole, by the placeholder of the first secret inside.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
+from transforms.cleaning import clean_text
 from transforms.redaction import patterns as p
 from transforms.redaction.rules import (
     ATTRIBUTE,
@@ -36,9 +54,108 @@ def placeholder(kind: str) -> str:
 def redact_text(text: str) -> tuple[str, Counter[str]]:
     """`text` with every secret replaced by `[REDACTED:<kind>]`, and the count per kind."""
     counts: Counter[str] = Counter()
-    if not p.search_any(text):
-        return text, counts
-    return redact_matched(text, counts), counts
+    return scan(text, counts, b64=has_b64_hint(text)), counts
+
+
+def scan(text: str, counts: Counter[str], b64: bool, depth: int = 0) -> str:
+    """`text` with every secret replaced (counted in `counts`), or `text` itself when it
+    holds none. `b64`: decode every base64 run (the text, or its record, mentions base64)."""
+    view = visible(text)
+    out = redact_matched(view, counts) if p.search_any(view) else view
+    if len(out) >= B64_MIN and (b64 or any(anchor in out for anchor in B64_ANCHORS)):
+        out = _redact_base64(out, counts, b64, depth)
+    return text if out is view else out  # each step returns its text itself when it found none
+
+
+def may_hide(text: str) -> bool:
+    """Whether `text` may hold characters the cleaner removes (format characters, ANSI
+    escapes, controls). Cheap: `str` methods only. (Their JSON escapes, `\\u200b`, are a
+    trigger of the prefilter: the JSON is decoded and its strings looked at.)"""
+    if text.isascii():
+        return "\x1b" in text
+    # besides format characters: no-break and ideographic spaces, private-use characters
+    return not text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable()
+
+
+def visible(text: str) -> str:
+    """`text` as the detectors read it: as the cleaner will leave it, when it may hide
+    something (else `text` itself)."""
+    return clean_text(text)[0] if may_hide(text) else text
+
+
+# base64: runs of this many characters are decoded (a 16-byte secret takes 22)
+B64_MIN = 20
+B64_MAX = 16384
+B64_DEPTH = 2
+# base64 of `{"` (JSON) and of `-----BEGIN`: decoded wherever they start a run
+B64_ANCHORS = ("eyJ", "LS0tLS1C")
+_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+_B64_BODY = re.compile(rf"[A-Za-z0-9+/_-]{{{B64_MIN},}}={{0,2}}")
+_B64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])" + _B64_BODY.pattern)
+_BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_PLACED = re.compile(r"\[REDACTED:([a-z0-9_]+)\]")
+
+
+def has_b64_hint(text: str) -> bool:
+    """Whether `text` mentions base64 (`base64`, `Base64`, `BASE64`, `_b64`, `.B64`, `atob`;
+    not the `b64` inside a hex digest): then every base64 run of its record is decoded.
+    Also a trigger of the prefilter."""
+    return any(search(text) for search in p.B64_HINTS)
+
+
+def b64_decoded(run: str) -> str | None:
+    """The text a base64 (or base64url) run encodes; None when it is not text (binary data,
+    an image) or not base64."""
+    core = run.rstrip("=")
+    if len(core) % 4 == 1 or len(core) > B64_MAX:
+        return None
+    url = "-" in core or "_" in core
+    if url and ("+" in core or "/" in core):
+        return None  # two alphabets: an identifier or a path, not base64
+    try:
+        data = base64.b64decode(
+            core + "=" * (-len(core) % 4), altchars=b"-_" if url else None, validate=True
+        )
+        decoded = data.decode("utf-8")
+    except (binascii.Error, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+    return None if _BINARY.search(decoded) else decoded
+
+
+def _b64_runs(text: str, full: bool) -> Iterable[re.Match[str]]:
+    if full:
+        yield from _B64_RUN.finditer(text)
+        return
+    for anchor in B64_ANCHORS:
+        position = text.find(anchor)
+        while position >= 0:
+            match = None
+            if not position or text[position - 1] not in _B64_CHARS:
+                match = _B64_BODY.match(text, position)
+            if match is not None:
+                yield match
+            position = text.find(anchor, match.end() if match else position + 1)
+
+
+def _redact_base64(text: str, counts: Counter[str], full: bool, depth: int) -> str:
+    """Each base64 run (every one when `full`, else those at `B64_ANCHORS`) whose decoded
+    text holds a secret, replaced as a whole by the placeholder of its first secret."""
+    if depth >= B64_DEPTH:
+        return text
+    spans: list[Span] = []
+    for match in _b64_runs(text, full):
+        run = match.group(0)
+        if run.islower() or run.isupper() or run.isdigit():
+            continue  # an identifier, a word, a number: base64 of text mixes cases
+        decoded = b64_decoded(run)
+        if decoded is None or len(decoded) < 8:
+            continue
+        inner: Counter[str] = Counter()
+        out = scan(decoded, inner, b64=True, depth=depth + 1)
+        first = _PLACED.search(out) if inner else None
+        if first is not None:
+            spans.append((*match.span(), first.group(1)))
+    return _apply(text, spans, counts)
 
 
 def redact_matched(text: str, counts: Counter[str]) -> str:
@@ -53,12 +170,21 @@ def redact_matched(text: str, counts: Counter[str]) -> str:
             spans += _prefixed(text, kind, pattern, prefix, boundary)
     if "IA" in text:
         spans += _aws_ids(text)
+    if ":AA" in text:
+        spans += _telegram(text)
     if spans:
         text = _apply(text, spans, counts)
     if "hooks.slack.com" in text:
         text = _apply(text, _values(text, p.SLACK_WEBHOOK, "slack_webhook", _long_enough), counts)
     if "://" in text:
         text = _apply(text, _values(text, p.URL_PASSWORD, "url_password", _url_password), counts)
+    if "sig=" in text or "Signature=" in text:
+        text = _apply(text, _values(text, p.URL_SIGNATURE, "url_signature", _signature), counts)
+    if "auth" in text:
+        text = _apply(text, _values(text, p.DOCKER_AUTH, "docker_auth", _docker_auth), counts)
+    if "mysql" in text or "mariadb" in text:
+        spans = _values(text, p.MYSQL_PASSWORD, "cli_password", _cli_password)
+        text = _apply(text, spans, counts)
     lowered = text.lower()
     if "secret" in lowered:
         spans = _values(text, p.AWS_SECRET_NAMED, "aws_secret_access_key", _not_example)
@@ -67,6 +193,17 @@ def redact_matched(text: str, counts: Counter[str]) -> str:
         spans = _values(text, p.AUTH_HEADER, "high_entropy_secret", _credential)
         text = _apply(text, spans, counts)
     return _apply(text, _assignments(text), counts)
+
+
+def prefixed_spans(text: str) -> list[Span]:
+    """Where the shapes with a known prefix are (keys and tokens, AWS key ids, JWTs)."""
+    spans = _prefixed(text, "jwt", p.JWT, 3, p.B64URL) if "eyJ" in text else []
+    for kind, trigger, pattern, prefix, boundary in p.TOKENS:
+        if trigger in text:
+            spans += _prefixed(text, kind, pattern, prefix, boundary)
+    if "IA" in text:
+        spans += _aws_ids(text)
+    return spans
 
 
 def _apply(text: str, spans: Iterable[Span], counts: Counter[str]) -> str:
@@ -130,13 +267,44 @@ def _aws_ids(text: str) -> list[Span]:
     spans: list[Span] = []
     for match in p.AWS_ACCESS_KEY_ID.finditer(text):
         start, end = match.span()
-        if (start and text[start - 1] in p.B64) or match.group(0).endswith("EXAMPLE"):
+        if (start and text[start - 1] in _BEFORE_KEY_ID) or match.group(0).endswith("EXAMPLE"):
             continue
         spans.append((start, end, "aws_access_key_id"))
         secret = p.AWS_SECRET_BARE.search(text, end, end + p.AWS_SECRET_WINDOW)
         if secret is not None and _aws_secret_shape(secret.group(0)):
             spans.append((secret.start(), secret.end(), "aws_secret_access_key"))
     return spans
+
+
+_BEFORE_KEY_ID = p.B64URL + "+"  # a key id may follow a `/` (a URL path, an ARN)
+
+
+def _telegram(text: str) -> list[Span]:
+    """`<bot id>:AA...` tokens whose secret part looks random."""
+    return [
+        (*match.span(), "telegram_bot_token")
+        for match in p.TELEGRAM_BOT_TOKEN.finditer(text)
+        if _random_body(match.group(0).partition(":")[2], "telegram_bot_token")
+    ]
+
+
+def _signature(value: str) -> bool:
+    return not is_placeholder(value) and looks_random(value)
+
+
+def _docker_auth(value: str) -> bool:
+    """base64 of `user:password`."""
+    decoded = b64_decoded(value)
+    if decoded is None:
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(colon and user and password.strip()) and not is_placeholder(password)
+
+
+def _cli_password(value: str) -> bool:
+    if value[:1] in "'\"":
+        value = value[1:-1]
+    return literal_secret(value, STRONG, wordy_ok=True)
 
 
 def _aws_secret_shape(value: str) -> bool:
