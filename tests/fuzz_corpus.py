@@ -239,12 +239,12 @@ def _no_result_reward(trial: _Trial) -> None:
     (trial.path / "verifier").mkdir(exist_ok=True)
 
 
-def _mark_strings(value: Any, marker: str, keep: frozenset[str], key: str = "") -> Any:
+def mark_strings(value: Any, marker: str, keep: frozenset[str], key: str = "") -> Any:
     """Every string value prefixed with `marker`, except under keys in `keep`."""
     if isinstance(value, dict):
-        return {k: _mark_strings(v, marker, keep, k) for k, v in value.items()}
+        return {k: mark_strings(v, marker, keep, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mark_strings(v, marker, keep, key) for v in value]
+        return [mark_strings(v, marker, keep, key) for v in value]
     if isinstance(value, str) and key not in keep and not key.endswith("_at"):
         return f"{marker} {value}"
     return value
@@ -252,7 +252,7 @@ def _mark_strings(value: Any, marker: str, keep: frozenset[str], key: str = "") 
 
 # What a reader needs to recognise a trajectory as one: left unmarked so that following a
 # link out would really produce a record (and the marker would show in it).
-_TRAJECTORY_KEEP = frozenset(
+TRAJECTORY_KEEP = frozenset(
     {
         "schema_version",
         "source",
@@ -887,20 +887,18 @@ def _write_outside(ctx: _Context, trials: list[_Trial]) -> tuple[str, ...]:
     trajectory = _load(_traj_path(source))
     result = _load(source.path / "result.json")
     result["verifier_result"] = {"rewards": {"reward": 1.0}}
-    ctx.outside_result.write_bytes(_dump(_mark_strings(result, markers[0], frozenset())))
+    ctx.outside_result.write_bytes(_dump(mark_strings(result, markers[0], frozenset())))
     ctx.outside_agent.mkdir()
     for path in sorted((source.path / "agent").rglob("*")):
         if path.is_file():
             target = ctx.outside_agent / path.relative_to(source.path / "agent")
             target.parent.mkdir(parents=True, exist_ok=True)
-            marked = _mark_strings(_load(path), markers[1], _TRAJECTORY_KEEP)
+            marked = mark_strings(_load(path), markers[1], TRAJECTORY_KEEP)
             target.write_bytes(_dump(marked))
-    ctx.outside_trajectory.write_bytes(
-        _dump(_mark_strings(trajectory, markers[2], _TRAJECTORY_KEEP))
-    )
+    ctx.outside_trajectory.write_bytes(_dump(mark_strings(trajectory, markers[2], TRAJECTORY_KEEP)))
     sub = dict(trajectory, session_id="fuzz-subagent")
-    ctx.outside_sub.write_bytes(_dump(_mark_strings(sub, markers[3], _TRAJECTORY_KEEP)))
-    ctx.outside_cont.write_bytes(_dump(_mark_strings(trajectory, markers[4], _TRAJECTORY_KEEP)))
+    ctx.outside_sub.write_bytes(_dump(mark_strings(sub, markers[3], TRAJECTORY_KEEP)))
+    ctx.outside_cont.write_bytes(_dump(mark_strings(trajectory, markers[4], TRAJECTORY_KEEP)))
     return tuple(markers)
 
 

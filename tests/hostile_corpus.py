@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fuzz_corpus import TRAJECTORY_KEEP, mark_strings
+
 from pipelines.synth import MANIFEST, SynthOptions, generate
 from transforms.sinks.names import safe_job_name
 
@@ -300,23 +302,9 @@ def _no_result_reward(trial: _Trial) -> None:
         (verifier / name).unlink(missing_ok=True)
 
 
-def _marked(value: Any, marker: str, keep: frozenset[str], key: str = "") -> Any:
-    """`value` with `marker` before every string, except under the keys in `keep`."""
-    if isinstance(value, dict):
-        return {k: _marked(v, marker, keep, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_marked(v, marker, keep, key) for v in value]
-    if isinstance(value, str) and key not in keep and not key.endswith("_at"):
-        return f"{marker} {value}"
-    return value
-
-
-# What makes a trajectory one: left unmarked, so that reading a linked file would produce a
-# record (and show the marker in it).
-_STRUCTURAL_KEYS = frozenset(
-    {"schema_version", "source", "timestamp", "tool_call_id", "source_call_id",
-     "function_name", "model_name", "name", "version", "session_id"}
-)  # fmt: skip
+# What makes a trajectory one (the first fuzz corpus's set, and the session id): left
+# unmarked, so that reading a linked file would produce a record (and show the marker in it).
+_STRUCTURAL_KEYS = TRAJECTORY_KEEP | {"session_id"}
 
 
 def _alnum(
@@ -344,7 +332,7 @@ def _hard_link(kind: str, relative: str) -> Attack:
             reason: tuple[tuple[str, ...], ...] = (("reward",),)
         else:
             marker = ctx.markers[index % len(ctx.markers)]
-            target.write_bytes(_dump(_marked(_load(path), marker, _STRUCTURAL_KEYS)))
+            target.write_bytes(_dump(mark_strings(_load(path), marker, _STRUCTURAL_KEYS)))
             path.unlink()
             reason = (("hard link",),)
         os.link(target, path)

@@ -15,25 +15,21 @@ import hashlib
 import json
 import os
 import re
-import resource
 import shutil
-import signal
 import stat
-import subprocess
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_sandbox import folder_state, run_cli
 from fuzz_corpus import JOB_NAME_KINDS, KINDS, FuzzCorpus, build_fuzz_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SEED = 20260611
 TRIALS = 1250
 RUN_TIMEOUT = 600
-MEMORY_LIMIT = 6 * 2**30  # address space of each trajcurate process
 TRACEBACK = "Traceback (most recent call last)"
 SHOW = 15  # problems listed in a failure message
 
@@ -240,9 +236,9 @@ def _watched_cli(corpus: FuzzCorpus, args: tuple[str, ...], allowed: Path) -> Cl
     cwd.mkdir(exist_ok=True)
     root_before = set(os.listdir("/"))
     parent_before = set(os.listdir(corpus.root.parent))
-    before = _state(corpus.root)
-    returncode, stdout, stderr = _cli(args, cwd)
-    after = _state(corpus.root)
+    before = folder_state(corpus.root)
+    returncode, stdout, stderr = run_cli(args, cwd, RUN_TIMEOUT)
+    after = folder_state(corpus.root)
     root_added = tuple(sorted(set(os.listdir("/")) - root_before))
     if "abs" in root_added:  # the job named "/abs/path" was written there: noted, cleaned up
         shutil.rmtree("/abs")
@@ -262,50 +258,6 @@ def _watched_cli(corpus: FuzzCorpus, args: tuple[str, ...], allowed: Path) -> Cl
         parent_added=tuple(sorted(set(os.listdir(corpus.root.parent)) - parent_before)),
         root_added=root_added,
     )
-
-
-def _limit_memory() -> None:  # runs in the child: a read of /dev/zero ends in MemoryError
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
-def _cli(args: tuple[str, ...], cwd: Path) -> tuple[int | None, str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(REPO_ROOT), env.get("PYTHONPATH"))))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        preexec_fn=_limit_memory,
-    )
-    try:
-        out, err = process.communicate(timeout=RUN_TIMEOUT)
-        returncode: int | None = process.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)  # the group this test started, nothing else
-        out, err = process.communicate()
-        returncode = None
-    return returncode, out.decode(errors="replace"), err.decode(errors="replace")
-
-
-def _state(folder: Path) -> dict[str, tuple[Any, ...]]:
-    """Every path under `folder` (links not followed): type, and size + mtime for non-folders."""
-    state: dict[str, tuple[Any, ...]] = {}
-    for dirpath, dirnames, filenames in os.walk(folder):
-        for name in (*dirnames, *filenames):
-            path = os.path.join(dirpath, name)
-            info = os.lstat(path)
-            kind = stat.S_IFMT(info.st_mode)
-            if stat.S_ISDIR(info.st_mode):
-                state[path] = (kind,)
-            elif stat.S_ISLNK(info.st_mode):
-                state[path] = (kind, os.readlink(path))
-            else:
-                state[path] = (kind, info.st_size, info.st_mtime_ns)
-    return state
 
 
 def _assert_stayed_inside(run: CliRun) -> None:
@@ -354,7 +306,7 @@ def _job_manifests(folder: Path) -> dict[str, list[dict[str, Any]]]:
 def _digest(root: Path) -> dict[str, str]:
     """Relative path -> content hash (symlink target), with `root` itself written as <ROOT>."""
     out = {}
-    for path, state in _state(root).items():
+    for path, state in folder_state(root).items():
         relative = os.path.relpath(path, root)
         if stat.S_ISREG(state[0]):
             data = Path(path).read_bytes().replace(os.fsencode(root), b"<ROOT>")

@@ -20,11 +20,7 @@ import hashlib
 import json
 import math
 import os
-import resource
-import signal
 import stat
-import subprocess
-import sys
 import time
 import unicodedata
 from collections import Counter
@@ -34,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_sandbox import folder_state, run_cli
 from hostile_corpus import (
     ATTACKS,
     FORMAT_CHARACTERS,
@@ -49,7 +46,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SEED = 20260621
 TRIALS = 1000
 RUN_TIMEOUT = 1200  # seconds: the bound on the run's time
-MEMORY_LIMIT = 6 * 2**30  # address space of the trajcurate process
 RUN_ARGS = ("--max-record-mb", "2")
 TRACEBACK = "Traceback (most recent call last)"
 # Names a job folder may not take (files and folders the run writes beside the jobs).
@@ -99,11 +95,11 @@ def run(corpus: HostileCorpus, run_output: Path) -> HostileRun:
     cwd.mkdir()
     args = ("run", "--no-progress", "--input", str(corpus.jobs_dir), "--output", str(run_output))
     root_before, parent_before = set(os.listdir("/")), set(os.listdir(corpus.root.parent))
-    before = _state(corpus.root)
+    before = folder_state(corpus.root)
     started = time.monotonic()
-    returncode, stdout, stderr = _cli((*args, *RUN_ARGS), cwd)
+    returncode, stdout, stderr = run_cli((*args, *RUN_ARGS), cwd, RUN_TIMEOUT)
     seconds = time.monotonic() - started
-    after = _state(corpus.root)
+    after = folder_state(corpus.root)
     inside = str(run_output) + os.sep
     changed = sorted(
         path
@@ -465,55 +461,10 @@ def _assert_entries_on_disk(corpus: HostileCorpus) -> None:
 # ---------------------------------------------------------------------------- helpers
 
 
-def _limit_memory() -> None:  # in the child: a runaway read ends in MemoryError
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
-def _cli(args: tuple[str, ...], cwd: Path) -> tuple[int | None, str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(REPO_ROOT), env.get("PYTHONPATH"))))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        preexec_fn=_limit_memory,
-    )
-    try:
-        out, err = process.communicate(timeout=RUN_TIMEOUT)
-        returncode: int | None = process.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)  # the group this test started, nothing else
-        out, err = process.communicate()
-        returncode = None
-    return returncode, out.decode(errors="replace"), err.decode(errors="replace")
-
-
-def _state(folder: Path) -> dict[str, tuple[Any, ...]]:
-    """Every path under `folder` (links not followed): type, and size + mtime + links for
-    files, the target for symlinks."""
-    state: dict[str, tuple[Any, ...]] = {}
-    for dirpath, dirnames, filenames in os.walk(folder):
-        for name in (*dirnames, *filenames):
-            path = os.path.join(dirpath, name)
-            info = os.lstat(path)
-            if stat.S_ISDIR(info.st_mode):
-                state[path] = (stat.S_IFDIR,)
-            elif stat.S_ISLNK(info.st_mode):
-                state[path] = (stat.S_IFLNK, os.readlink(path))
-            else:
-                kind = stat.S_IFMT(info.st_mode)
-                state[path] = (kind, info.st_size, info.st_mtime_ns, info.st_nlink)
-    return state
-
-
 def _digest(root: Path) -> dict[str, str]:
     """Relative path -> content hash and link count (symlink -> target), `root` as <ROOT>."""
     out = {}
-    for path, state in _state(root).items():
+    for path, state in folder_state(root).items():
         relative = os.path.relpath(path, root)
         if state[0] == stat.S_IFREG:
             data = Path(path).read_bytes().replace(os.fsencode(root), b"<ROOT>")

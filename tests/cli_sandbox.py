@@ -1,0 +1,66 @@
+"""Running `trajcurate` in a child process the way the fuzz suites need it, and a snapshot
+of a folder to tell what a run changed.
+
+`run_cli` starts `python -m pipelines.cli` in its own session with an address-space cap (a
+runaway read ends in MemoryError instead of taking the machine), kills only that group on
+timeout, and gives (exit status or None on timeout, stdout, stderr). `folder_state` maps
+every path under a folder (links not followed) to its type and, for files, size, mtime and
+link count, for symlinks their target.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MEMORY_LIMIT = 6 * 2**30  # address space of each trajcurate process
+
+
+def _limit_memory() -> None:  # runs in the child
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def run_cli(args: tuple[str, ...], cwd: Path, timeout: float) -> tuple[int | None, str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(REPO_ROOT), env.get("PYTHONPATH"))))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.cli", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=_limit_memory,
+    )
+    try:
+        out, err = process.communicate(timeout=timeout)
+        returncode: int | None = process.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)  # the group this test started, nothing else
+        out, err = process.communicate()
+        returncode = None
+    return returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def folder_state(folder: Path) -> dict[str, tuple[Any, ...]]:
+    state: dict[str, tuple[Any, ...]] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in (*dirnames, *filenames):
+            path = os.path.join(dirpath, name)
+            info = os.lstat(path)
+            kind = stat.S_IFMT(info.st_mode)
+            if stat.S_ISDIR(info.st_mode):
+                state[path] = (kind,)
+            elif stat.S_ISLNK(info.st_mode):
+                state[path] = (kind, os.readlink(path))
+            else:
+                state[path] = (kind, info.st_size, info.st_mtime_ns, info.st_nlink)
+    return state
