@@ -1,11 +1,11 @@
-"""Running `trajcurate` in a child process the way the fuzz suites need it, and a snapshot
+"""Running `trajcurate` in a child process the way the fuzz suites need it, and snapshots
 of a folder to tell what a run changed.
 
 `run_cli` starts `python -m pipelines.cli` in its own session with an address-space cap (a
 runaway read ends in MemoryError instead of taking the machine), kills only that group on
-timeout, and gives (exit status or None on timeout, stdout, stderr). `folder_state` maps
-every path under a folder (links not followed) to its type and, for files, size, mtime and
-link count, for symlinks their target.
+timeout, and gives (exit status or None on timeout, stdout, stderr). `watched_run` adds what
+changed on disk around the run. `folder_state` maps every path under a folder (links not
+followed) to its type and, for files, size, mtime and link count, for symlinks their target.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import signal
 import stat
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +66,47 @@ def folder_state(folder: Path) -> dict[str, tuple[Any, ...]]:
             else:
                 state[path] = (kind, info.st_size, info.st_mtime_ns, info.st_nlink)
     return state
+
+
+@dataclass(frozen=True)
+class WatchedRun:
+    """One `trajcurate` process and what changed on disk around it."""
+
+    argv: tuple[str, ...]
+    returncode: int | None  # None: killed at the timeout
+    stdout: str
+    stderr: str
+    seconds: float
+    changed: tuple[str, ...]  # paths under the watched root, outside `allowed`, that changed
+    parent_added: tuple[str, ...]  # new entries beside the watched root
+    root_added: tuple[str, ...]  # new entries in /
+
+
+def watched_run(
+    args: tuple[str, ...], cwd: Path, root: Path, allowed: Path, timeout: float
+) -> WatchedRun:
+    """`run_cli`, with the state of `root` (and of / and root's parent) taken before and
+    after: what changed outside `allowed` is listed."""
+    root_before, parent_before = set(os.listdir("/")), set(os.listdir(root.parent))
+    before = folder_state(root)
+    started = time.monotonic()
+    returncode, stdout, stderr = run_cli(args, cwd, timeout)
+    seconds = time.monotonic() - started
+    after = folder_state(root)
+    inside = str(allowed) + os.sep
+    changed = sorted(
+        path
+        for path in before.keys() | after.keys()
+        if before.get(path) != after.get(path) and path != str(allowed)
+        if not path.startswith(inside)
+    )
+    return WatchedRun(
+        argv=args,
+        returncode=returncode,
+        stdout=stdout,
+        stderr=stderr,
+        seconds=seconds,
+        changed=tuple(changed),
+        parent_added=tuple(sorted(set(os.listdir(root.parent)) - parent_before)),
+        root_added=tuple(sorted(set(os.listdir("/")) - root_before)),
+    )

@@ -18,12 +18,11 @@ import re
 import shutil
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_sandbox import folder_state, run_cli
+from cli_sandbox import WatchedRun, folder_state, watched_run
 from fuzz_corpus import JOB_NAME_KINDS, KINDS, FuzzCorpus, build_fuzz_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -50,17 +49,7 @@ REQUIRED_KINDS = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class CliRun:
-    """One `trajcurate` process and what changed on disk around it."""
-
-    argv: tuple[str, ...]
-    returncode: int | None  # None: killed after RUN_TIMEOUT seconds
-    stdout: str
-    stderr: str
-    changed: tuple[str, ...]  # paths under the corpus root, outside `allowed`, that changed
-    parent_added: tuple[str, ...]  # new entries beside the corpus root
-    root_added: tuple[str, ...]  # new entries in /
+CliRun = WatchedRun
 
 
 # ---------------------------------------------------------------------------- fixtures
@@ -234,30 +223,10 @@ def _watched_cli(corpus: FuzzCorpus, args: tuple[str, ...], allowed: Path) -> Cl
     """Run `trajcurate ARGS` in a child process; note what changed outside `allowed`."""
     cwd = corpus.root / "cwd"  # relative paths a command might write land here, in view
     cwd.mkdir(exist_ok=True)
-    root_before = set(os.listdir("/"))
-    parent_before = set(os.listdir(corpus.root.parent))
-    before = folder_state(corpus.root)
-    returncode, stdout, stderr = run_cli(args, cwd, RUN_TIMEOUT)
-    after = folder_state(corpus.root)
-    root_added = tuple(sorted(set(os.listdir("/")) - root_before))
-    if "abs" in root_added:  # the job named "/abs/path" was written there: noted, cleaned up
+    run = watched_run(args, cwd, corpus.root, allowed, RUN_TIMEOUT)
+    if "abs" in run.root_added:  # the job named "/abs/path" was written there: noted, cleaned up
         shutil.rmtree("/abs")
-    inside = str(allowed) + os.sep
-    changed = sorted(
-        path
-        for path in before.keys() | after.keys()
-        if before.get(path) != after.get(path) and path != str(allowed)
-        if not path.startswith(inside)
-    )
-    return CliRun(
-        argv=args,
-        returncode=returncode,
-        stdout=stdout,
-        stderr=stderr,
-        changed=tuple(changed),
-        parent_added=tuple(sorted(set(os.listdir(corpus.root.parent)) - parent_before)),
-        root_added=root_added,
-    )
+    return run
 
 
 def _assert_stayed_inside(run: CliRun) -> None:

@@ -21,7 +21,6 @@ import json
 import math
 import os
 import stat
-import time
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_sandbox import folder_state, run_cli
+from cli_sandbox import WatchedRun, folder_state, watched_run
 from hostile_corpus import (
     ATTACKS,
     FORMAT_CHARACTERS,
@@ -75,17 +74,7 @@ def run_output(corpus: HostileCorpus) -> Path:
     return corpus.root / "out" / "curated"
 
 
-@dataclass(frozen=True)
-class HostileRun:
-    """The `trajcurate run` process and what changed on disk around it."""
-
-    returncode: int | None  # None: killed after RUN_TIMEOUT seconds
-    stdout: str
-    stderr: str
-    seconds: float
-    changed: tuple[str, ...]  # paths under the corpus root, outside --output, that changed
-    parent_added: tuple[str, ...]  # new entries beside the corpus root
-    root_added: tuple[str, ...]  # new entries in /
+HostileRun = WatchedRun
 
 
 @pytest.fixture(scope="module")
@@ -94,28 +83,7 @@ def run(corpus: HostileCorpus, run_output: Path) -> HostileRun:
     cwd = corpus.root / "cwd"  # where a relative path would land, in view
     cwd.mkdir()
     args = ("run", "--no-progress", "--input", str(corpus.jobs_dir), "--output", str(run_output))
-    root_before, parent_before = set(os.listdir("/")), set(os.listdir(corpus.root.parent))
-    before = folder_state(corpus.root)
-    started = time.monotonic()
-    returncode, stdout, stderr = run_cli((*args, *RUN_ARGS), cwd, RUN_TIMEOUT)
-    seconds = time.monotonic() - started
-    after = folder_state(corpus.root)
-    inside = str(run_output) + os.sep
-    changed = sorted(
-        path
-        for path in before.keys() | after.keys()
-        if before.get(path) != after.get(path) and path != str(run_output)
-        if not path.startswith(inside)
-    )
-    return HostileRun(
-        returncode=returncode,
-        stdout=stdout,
-        stderr=stderr,
-        seconds=seconds,
-        changed=tuple(changed),
-        parent_added=tuple(sorted(set(os.listdir(corpus.root.parent)) - parent_before)),
-        root_added=tuple(sorted(set(os.listdir("/")) - root_before)),
-    )
+    return watched_run((*args, *RUN_ARGS), cwd, corpus.root, run_output, RUN_TIMEOUT)
 
 
 @dataclass
