@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,19 @@ def watched_run(
         parent_added=tuple(sorted(set(os.listdir(root.parent)) - parent_before)),
         root_added=tuple(sorted(set(os.listdir("/")) - root_before)),
     )
+
+
+SHOW = 15  # items a failure message lists
+
+
+def tail(text: str, lines: int = 30) -> str:
+    """The last lines of a process's output, for a failure message."""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def listing(title: str, items: Iterable[str]) -> str:
+    """`title (n):` and the first `SHOW` items, one per line, for a failure message."""
+    items = list(items)
+    shown = "\n  ".join(items[:SHOW])
+    more = f"\n  ... and {len(items) - SHOW} more" if len(items) > SHOW else ""
+    return f"{title} ({len(items)}):\n  {shown}{more}"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_sandbox import WatchedRun, folder_state, watched_run
+from cli_sandbox import WatchedRun, folder_state, listing, tail, watched_run
 from fuzz_corpus import JOB_NAME_KINDS, KINDS, FuzzCorpus, build_fuzz_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,6 @@ SEED = 20260611
 TRIALS = 1250
 RUN_TIMEOUT = 600
 TRACEBACK = "Traceback (most recent call last)"
-SHOW = 15  # problems listed in a failure message
 
 REQUIRED_KINDS = {
     "truncate_result", "truncate_trajectory", "truncate_native", "byte_flip_result",
@@ -137,8 +136,8 @@ def test_same_seed_writes_the_same_bytes(tmp_path: Path) -> None:
 
 def test_run_completes_without_a_traceback(pipeline_run: CliRun) -> None:
     assert pipeline_run.returncode is not None, f"still running after {RUN_TIMEOUT} s"
-    assert pipeline_run.returncode == 0, _tail(pipeline_run.stderr)
-    assert TRACEBACK not in pipeline_run.stderr, _tail(pipeline_run.stderr)
+    assert pipeline_run.returncode == 0, tail(pipeline_run.stderr)
+    assert TRACEBACK not in pipeline_run.stderr, tail(pipeline_run.stderr)
 
 
 def test_every_job_has_a_balanced_manifest(
@@ -158,7 +157,7 @@ def test_every_job_has_a_balanced_manifest(
         if accounting["in"] != expected or parts != expected or not accounting["balanced"]:
             problems.append(f"{job!r}: {expected} trials, accounting {accounting}")
     problems += [f"manifest for a job not in the corpus: {job!r}" for job in sorted(manifests)]
-    assert not problems, _listing(f"{len(problems)} job problems", problems)
+    assert not problems, listing(f"{len(problems)} job problems", problems)
     run_manifest = json.loads((run_output / "manifest.json").read_bytes())
     assert run_manifest["accounting"]["in"] == corpus.total_trials
     assert run_manifest["accounting"]["balanced"] is True
@@ -171,9 +170,9 @@ def test_run_writes_nothing_outside_its_output(pipeline_run: CliRun) -> None:
 def test_run_outputs_hold_no_byte_from_outside_the_trials(
     corpus: FuzzCorpus, pipeline_run: CliRun, run_output: Path
 ) -> None:
-    assert run_output.is_dir(), _tail(pipeline_run.stderr)
+    assert run_output.is_dir(), tail(pipeline_run.stderr)
     problems = _leaks([run_output], _needles(corpus))
-    assert not problems, _listing("outside bytes in the outputs", problems)
+    assert not problems, listing("outside bytes in the outputs", problems)
 
 
 # ---------------------------------------------------------------------------- trajcurate convert
@@ -184,8 +183,8 @@ def test_convert_accounts_for_every_trial(
 ) -> None:
     """Each trial is written, rejected (`OUT.rejects.jsonl`) or dead-lettered, exactly once."""
     assert convert_run.returncode is not None, f"still running after {RUN_TIMEOUT} s"
-    assert convert_run.returncode == 0, _tail(convert_run.stderr)
-    assert TRACEBACK not in convert_run.stderr, _tail(convert_run.stderr)
+    assert convert_run.returncode == 0, tail(convert_run.stderr)
+    assert TRACEBACK not in convert_run.stderr, tail(convert_run.stderr)
     printed = {
         what: _printed_count(convert_run.stdout, what)
         for what in ("bundles", "rejects", "dead letters")
@@ -213,7 +212,7 @@ def test_convert_writes_nothing_outside_and_leaks_nothing(
 ) -> None:
     _assert_stayed_inside(convert_run)
     problems = _leaks([convert_output.parent], _needles(corpus))
-    assert not problems, _listing("outside bytes in the convert outputs", problems)
+    assert not problems, listing("outside bytes in the convert outputs", problems)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -230,9 +229,9 @@ def _watched_cli(corpus: FuzzCorpus, args: tuple[str, ...], allowed: Path) -> Cl
 
 
 def _assert_stayed_inside(run: CliRun) -> None:
-    assert not run.changed, _listing("changed outside the output folder", run.changed)
-    assert not run.parent_added, _listing("new beside the corpus root", run.parent_added)
-    assert not run.root_added, _listing("new in /", run.root_added)
+    assert not run.changed, listing("changed outside the output folder", run.changed)
+    assert not run.parent_added, listing("new beside the corpus root", run.parent_added)
+    assert not run.root_added, listing("new in /", run.root_added)
     assert not os.path.lexists("/abs/path") and not os.path.lexists("/abs")
 
 
@@ -295,14 +294,3 @@ def _printed_count(stdout: str, what: str) -> int | None:
 
 def _lines(path: Path) -> list[bytes]:
     return path.read_bytes().splitlines() if path.exists() else []
-
-
-def _tail(text: str, lines: int = 30) -> str:
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _listing(title: str, items: Iterable[str]) -> str:
-    items = list(items)
-    shown = "\n  ".join(items[:SHOW])
-    more = f"\n  ... and {len(items) - SHOW} more" if len(items) > SHOW else ""
-    return f"{title} ({len(items)}):\n  {shown}{more}"

@@ -23,13 +23,13 @@ import os
 import stat
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_sandbox import WatchedRun, folder_state, watched_run
+from cli_sandbox import WatchedRun, folder_state, listing, tail, watched_run
 from hostile_corpus import (
     ATTACKS,
     FORMAT_CHARACTERS,
@@ -52,7 +52,6 @@ RUN_LEVEL = frozenset(
     {"manifest.json", "lf.stats.json", "llm_dry_run.json", "runs.jsonl", "report"}
 )
 FORBIDDEN = frozenset(FORMAT_CHARACTERS) | {"\u2029"}
-SHOW = 15  # problems listed in a failure message
 
 
 # ---------------------------------------------------------------------------- fixtures
@@ -205,8 +204,8 @@ def test_run_exits_0_in_bounded_time_without_a_traceback(
             f"({corpus.clean_trials} clean) took {run.seconds:.1f} s (rc {run.returncode})"
         )
     assert run.returncode is not None, f"still running after {RUN_TIMEOUT} s"
-    assert run.returncode == 0, _tail(run.stderr)
-    assert TRACEBACK not in run.stderr, _tail(run.stderr)
+    assert run.returncode == 0, tail(run.stderr)
+    assert TRACEBACK not in run.stderr, tail(run.stderr)
 
 
 @pytest.mark.slow
@@ -234,7 +233,7 @@ def test_every_job_name_is_published_in_its_own_folder(
                 f"job {job!r}: job_folders says {folder!r}, its manifest is in {where!r}"
             )
     problems += outputs.strays
-    assert not problems, _listing("job folder problems", problems)
+    assert not problems, listing("job folder problems", problems)
 
 
 @pytest.mark.slow
@@ -268,21 +267,21 @@ def test_every_trial_folder_is_counted_once_in_its_own_job(
     total = outputs.manifest.get("accounting") or {}
     if total.get("in") != corpus.total_trials or not total.get("balanced"):
         problems.append(f"run: {corpus.total_trials} trial folders, accounting {total}")
-    assert not problems, _listing("trial folders not counted exactly once", problems)
+    assert not problems, listing("trial folders not counted exactly once", problems)
 
 
 @pytest.mark.slow
 def test_run_writes_nothing_outside_its_output(run: HostileRun) -> None:
-    assert not run.changed, _listing("changed outside the output folder", run.changed)
-    assert not run.parent_added, _listing("new beside the corpus root", run.parent_added)
-    assert not run.root_added, _listing("new in /", run.root_added)
+    assert not run.changed, listing("changed outside the output folder", run.changed)
+    assert not run.parent_added, listing("new beside the corpus root", run.parent_added)
+    assert not run.root_added, listing("new in /", run.root_added)
 
 
 @pytest.mark.slow
 def test_no_outside_byte_and_no_planted_secret_in_any_output(
     corpus: HostileCorpus, run: HostileRun, run_output: Path
 ) -> None:
-    assert run_output.is_dir(), _tail(run.stderr)
+    assert run_output.is_dir(), tail(run.stderr)
     needles = {m: "an outside marker" for m in corpus.markers}
     for secret in corpus.secrets:
         needles[secret] = "a planted secret"
@@ -301,7 +300,7 @@ def test_no_outside_byte_and_no_planted_secret_in_any_output(
             raw = needle.encode()
             if raw in data or raw in escaped or raw in os.fsencode(path):
                 problems.append(f"{path.relative_to(run_output)}: holds {what} {needle[:24]!r}")
-    assert not problems, _listing("outside bytes or secrets in the outputs", problems)
+    assert not problems, listing("outside bytes or secrets in the outputs", problems)
 
 
 @pytest.mark.slow
@@ -314,7 +313,7 @@ def test_no_format_character_in_im_or_lf(outputs: RunOutput) -> None:
                 if found:
                     codes = ", ".join(f"U+{ord(c):04X}" for c in sorted(found))
                     problems.append(f"job {job!r} {name} record {n} ({_label(record)}): {codes}")
-    assert not problems, _listing("format characters in the training files", problems)
+    assert not problems, listing("format characters in the training files", problems)
 
 
 @pytest.mark.slow
@@ -331,7 +330,7 @@ def test_instance_ids_are_clean_and_unique_in_each_job(outputs: RunOutput) -> No
                 problems.append(f"job {job!r} {where}: instance id {value!r}")
         twice = [i for i, n in Counter(_instance_id(r) for r in published.mains).items() if n > 1]
         problems += [f"job {job!r}: {n!r} is the id of several main records" for n in twice]
-    assert not problems, _listing("instance id problems", problems)
+    assert not problems, listing("instance id problems", problems)
 
 
 @pytest.mark.slow
@@ -346,7 +345,7 @@ def test_no_reward_outside_zero_to_one(outputs: RunOutput) -> None:
         for row in published.scores:
             if row.get("reward") is not None and not _in_unit_range(row["reward"]):
                 problems.append(f"job {job!r} scores {row.get('instance_id')!r}: {row['reward']!r}")
-    assert not problems, _listing("rewards outside [0, 1]", problems)
+    assert not problems, listing("rewards outside [0, 1]", problems)
 
 
 @pytest.mark.slow
@@ -368,7 +367,7 @@ def test_each_planted_trial_ends_as_planned(corpus: HostileCorpus, outputs: RunO
             problems += [f"{where}: {p}" for p in found]
         elif plant.expect == REJECTED:
             problems += [f"{where}: {p}" for p in _rejected_problems(plant, mains, dropped)]
-    assert not problems, _listing("planted trials that did not end as planned", problems)
+    assert not problems, listing("planted trials that did not end as planned", problems)
 
 
 # ---------------------------------------------------------------------------- checks
@@ -498,14 +497,3 @@ def _invisible(char: str) -> bool:
 def _in_unit_range(value: Any) -> bool:
     number = isinstance(value, int | float) and not isinstance(value, bool)
     return number and math.isfinite(value) and 0.0 <= value <= 1.0
-
-
-def _tail(text: str, lines: int = 30) -> str:
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _listing(title: str, items: Iterable[str]) -> str:
-    items = list(items)
-    shown = "\n  ".join(items[:SHOW])
-    more = f"\n  ... and {len(items) - SHOW} more" if len(items) > SHOW else ""
-    return f"{title} ({len(items)}):\n  {shown}{more}"
