@@ -13,7 +13,8 @@ does not allow.
   one call in a message, so a turn of parallel calls is split into consecutive single-call
   turns, each followed by its own result(s) (the turn's text and reasoning stay on the first);
   counted as `parallel_calls_split`. `tools` is null when the record has none (Llama 3.1
-  renders a tool preamble for an empty list).
+  renders a tool preamble for an empty list); a tool without a description or parameters
+  gets "" and an empty parameter list, so every tool has the same keys.
 - `openai.jsonl`: OpenAI's `FineTuneChatRequestInput` (openai-openapi): `messages` and, when
   the record has tools, `tools`; message keys only role/content/tool_calls/tool_call_id as
   each role allows; `arguments` stays JSON text; an empty system prompt is left out (system
@@ -96,7 +97,7 @@ def trl_example(record: Record) -> Result:
         messages, splits = _trl_messages(record.get("messages") or [])
     except _LeftOut as why:
         return None, [LEFT_OUT + str(why)]
-    example = {"messages": messages, "tools": _tools(record.get("tools")) or None}
+    example = {"messages": messages, "tools": _tools(record.get("tools"), fill=True) or None}
     return example, [WRITTEN] + [PARALLEL_SPLIT] * splits
 
 
@@ -317,15 +318,23 @@ def _text(message: Record) -> str:
     return content if isinstance(content, str) else ""
 
 
-def _tools(tools: Any) -> list[dict[str, Any]]:
-    """IM tool definitions without their null keys (`description`, `parameters`)."""
+# A function without parameters, as OpenAI's FunctionObject describes an omitted `parameters`.
+NO_PARAMETERS = {"type": "object", "properties": {}}
+
+
+def _tools(tools: Any, fill: bool = False) -> list[dict[str, Any]]:
+    """IM tool definitions without their null keys (`description`, `parameters`); with
+    `fill` they get "" and an empty parameter list instead, so that every tool of a file has
+    the same keys (`datasets` would add the missing ones as nulls)."""
     out = []
     for tool in tools or []:
         function = tool.get("function") or {}
         kept = {"name": function.get("name") or ""}
-        for key in ("description", "parameters"):
+        for key, empty in (("description", ""), ("parameters", NO_PARAMETERS)):
             if function.get(key) is not None:
                 kept[key] = function[key]
+            elif fill:
+                kept[key] = dict(empty) if isinstance(empty, dict) else empty
         out.append({"type": "function", "function": kept})
     return out
 
