@@ -28,6 +28,7 @@ from transforms.chain import ChainSettings
 from transforms.readers.confined import ReadLimits
 from transforms.redact import mask_url_credentials
 from transforms.selection import DEDUP_MODES, SelectionSettings
+from transforms.sinks.exports import FORMAT_CHOICES, formats_of
 from transforms.sinks.lf import KEEP_DROP, LfSettings
 
 LF_DEFAULTS = LfSettings()
@@ -131,6 +132,15 @@ RUN_OPTIONS = options_by_name(
         "LF records with several calls in one turn: keep them, or drop them (counted) for "
         "templates that cannot render parallel calls, such as glm4",
         choices=KEEP_DROP,
+    ),
+    Option(
+        "messages_format",
+        str,
+        "none",
+        "also write each job's conversations for other trainers: trl (messages.jsonl, "
+        "call arguments as objects, parallel calls split into single-call turns), openai "
+        "(openai.jsonl, OpenAI chat fine-tuning lines), both, or none",
+        choices=FORMAT_CHOICES,
     ),
     Option(
         "dedup",
@@ -271,6 +281,7 @@ class RunConfig:
     lf_thought_close: str = _default("lf_thought_close")
     lf_parallel_calls: str = _default("lf_parallel_calls")
     parquet: bool = _default("parquet")
+    messages_format: str = _default("messages_format")
     dedup: str = _default("dedup")
     best_of_k: int | None = _default("best_of_k")
     curriculum: bool = _default("curriculum")
@@ -325,6 +336,10 @@ class RunConfig:
             parallel_calls=self.lf_parallel_calls,
             chat_template_tokenizer=self.chat_template_tokenizer,
         )
+
+    def export_formats(self) -> tuple[str, ...]:
+        """The conversation exports written beside IM (`--messages-format`)."""
+        return formats_of(self.messages_format)
 
     def judge_settings(self) -> JudgeSettings:
         """The LLM judge's settings (imported lazily: judging is optional)."""

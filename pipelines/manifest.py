@@ -29,6 +29,7 @@ from transforms.chain import accounting, fidelity_summary, pipeline_inputs
 from transforms.report import SIDECAR
 from transforms.sinks import layout
 from transforms.sinks.beam_stats import MergeStats
+from transforms.sinks.exports import export_names, export_section
 from transforms.sinks.lf import dataset_info, rendered_dataset_info_entry
 from transforms.sinks.names import COUNTS_PATTERN
 from transforms.sinks.parquet_sink import parquet_names, write_empty
@@ -105,11 +106,14 @@ def _pop_json(path: str) -> dict[str, Any]:
     return value
 
 
-def _complete(folder: str, num_shards: int, parquet: bool = False) -> list[str]:
+def _complete(
+    folder: str, num_shards: int, parquet: bool = False, exports: tuple[str, ...] = ()
+) -> list[str]:
     """Create the files a job is owed but did not write; return every output file name."""
     names = [
         *layout.shard_names(layout.IM, num_shards),
         *layout.shard_names(layout.LF, num_shards),
+        *export_names(exports, num_shards),  # `--messages-format`
         "rejects.jsonl",
         "dead_letter.jsonl",
         SIDECAR,  # a job none of whose trials reached scoring: an empty sidecar
@@ -217,10 +221,13 @@ def _finish_job(
     counted = _pop_json(counts_file)
     job = counted["job"] if isinstance(counted.get("job"), str) else folder
     counts = counted.get("counts") or {}
-    reshapes = _pop_json(f"{staged}/{RESHAPES_FILE}")
+    exports = config.export_formats()
+    reshapes, exported = export_section(
+        _pop_json(f"{staged}/{RESHAPES_FILE}"), exports, config.num_shards
+    )
     stats_state = _pop_json(f"{staged}/{STATS_STATE_FILE}") or None
     layout.delete([f"{staged}/{layout.PARTS}"])
-    files = _complete(staged, config.num_shards, config.parquet)
+    files = _complete(staged, config.num_shards, config.parquet, exports)
     lf_files = layout.shard_names(layout.LF, config.num_shards)
     _write_json(f"{staged}/dataset_info.json", _dataset_info(config, lf_files, job))
     return job, {
@@ -231,6 +238,7 @@ def _finish_job(
         "accounting": accounting(counts),
         "fidelity": fidelity_summary(counts),
         "lf_reshapes": reshapes,
+        **({"exports": exported} if exports else {}),
         "outputs": sorted([*files, "dataset_info.json", "lf.stats.json"]),
         "stats_state": stats_state,
     }

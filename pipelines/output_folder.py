@@ -56,6 +56,10 @@ JOB_OUTPUT_PATTERNS = (
     "im-*-of-*.parquet",
     "lf.parquet",
     "lf-*-of-*.parquet",
+    "messages.jsonl",  # --messages-format trl / both
+    "messages-*-of-*.jsonl",
+    "openai.jsonl",  # --messages-format openai / both
+    "openai-*-of-*.jsonl",
     "dataset_info.json",
     "lf.stats.json",
     "rejects.jsonl",

@@ -157,8 +157,9 @@ def _write_outputs(
     """The sinks; returns the outputs of every writer. Few transforms: Beam inspects every
     DoFn several times while it builds, translates and runs the pipeline (fixed cost)."""
     selection = config.selection_settings()
+    exports = config.export_formats()
     spill = SpillWithCandidates(
-        out, config.num_shards, config.lf_settings(), selection, config.tokenizer
+        out, config.num_shards, config.lf_settings(), selection, config.tokenizer, exports
     )
     spilled = kept | "SpillBundles" >> beam.ParDo(spill).with_outputs(
         WRITTEN, DEAD_LETTER, CANDIDATES, main="refs"
@@ -166,10 +167,11 @@ def _write_outputs(
     dead = (dead, spilled[DEAD_LETTER]) | "WithWriteDeadLetters" >> beam.Flatten()
     selected = _select(config, out, spilled, rows)
     rejects = [*rejects, *selected.rejects] | "AllRejects" >> beam.Flatten()
+    shards = WriteShard(out, config.num_shards, exports)
     reshapes = (
         spilled.refs
         | "GroupShards" >> beam.GroupByKey()
-        | "WriteShards" >> beam.ParDo(WriteShard(out, config.num_shards), *selected.verdicts)
+        | "WriteShards" >> beam.ParDo(shards, *selected.verdicts)
     )
     writes = [selected.sidecars, reshapes]
     if config.parquet:  # each job's Parquet twins, once all its shards are written

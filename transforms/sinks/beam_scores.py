@@ -12,7 +12,7 @@ input.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import apache_beam as beam
@@ -70,8 +70,9 @@ class SpillWithCandidates(SpillBundle):
         lf: LfSettings,
         selection: SelectionSettings,
         tokenizer_path: str | None = None,
+        exports: Sequence[str] = (),
     ) -> None:
-        super().__init__(output, num_shards, lf)
+        super().__init__(output, num_shards, lf, exports)
         self.selection = selection
         self.tokenizer_path = tokenizer_path
         self._tokenizer: Tokenizer | None = None

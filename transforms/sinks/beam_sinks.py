@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 import apache_beam as beam
@@ -21,6 +22,7 @@ from apache_beam.pvalue import TaggedOutput
 
 from transforms.chain import DEAD_LETTER, dead_letter_record, job_of
 from transforms.sinks import layout, parts
+from transforms.sinks.exports import shard_file
 from transforms.sinks.lf import DEFAULT_LF, LfSettings
 from transforms.sinks.records import bundle_payload
 from transforms.sinks.scores import kept_in_order, with_curriculum
@@ -51,13 +53,21 @@ class SpillBundle(beam.DoFn):
     store each part is a file of its own (offset 0), named from the bundle's sort key. The
     bundle itself goes on to `WRITTEN` as (job, bundle), for the stats and counts; one that
     cannot be rendered is dead-lettered (stage `write`), while a failing filesystem (full,
-    read-only) fails the run rather than every bundle.
+    read-only) fails the run rather than every bundle. With `exports` (`--messages-format`)
+    the part also holds each format's lines, and the ref's counts their `exports.*` kinds.
     """
 
-    def __init__(self, output: str, num_shards: int, lf: LfSettings = DEFAULT_LF) -> None:
+    def __init__(
+        self,
+        output: str,
+        num_shards: int,
+        lf: LfSettings = DEFAULT_LF,
+        exports: Sequence[str] = (),
+    ) -> None:
         self.output = output
         self.num_shards = num_shards
         self.lf = lf
+        self.exports = tuple(exports)
         self._spills: dict[tuple[str, int], parts.SpillFile] = {}
 
     def start_bundle(self) -> None:
@@ -65,15 +75,17 @@ class SpillBundle(beam.DoFn):
 
     def process(self, bundle: dict[str, Any]) -> Iterator[Any]:
         try:
-            payload = bundle_payload(bundle, self.lf)
+            payload = bundle_payload(bundle, self.lf, self.exports)
         except Exception as exc:  # one unrenderable bundle must not stop the run
             yield TaggedOutput(DEAD_LETTER, dead_letter_record(WRITE_STAGE, bundle, exc))
             return
         job = job_of(bundle)
         shard = shard_of(bundle["instance_id"], self.num_shards)
-        part = parts.encode_part(b"".join(payload["im_lines"]), b"\n".join(payload["lf_items"]))
+        blocks = [b"".join(payload["im_lines"]), b"\n".join(payload["lf_items"])]
+        part = parts.encode_blocks([*blocks, *payload["export_lines"]])
         path, offset = self._spill(job, shard, payload["sort_key"], part)
-        kinds = dict(Counter(payload["lf_reshapes"]))  # compact: refs are held until the end
+        # compact: refs are held until the end
+        kinds = dict(Counter(payload["lf_reshapes"] + payload["export_counts"]))
         yield (job, shard), (payload["sort_key"], path, offset, len(part), kinds)
         yield TaggedOutput(WRITTEN, (job, bundle))
 
@@ -102,16 +114,18 @@ class SpillBundle(beam.DoFn):
 
 
 class WriteShard(beam.DoFn):
-    """((job, shard), part refs) -> the shard's im and lf files, parts concatenated in sort
-    order, then their files deleted; yields (job, LF reshape counts).
+    """((job, shard), part refs) -> the shard's im and lf files (and, with `exports`, each
+    format's file), parts concatenated in sort order, then their files deleted; yields
+    (job, LF reshape and export counts).
 
     With `verdicts` (a side input, job -> {sort key: curriculum order or None}, when
     selection ran) only the parts of kept bundles are written, in curriculum order when the
     job has one, with their `_curriculum` key set."""
 
-    def __init__(self, output: str, num_shards: int) -> None:
+    def __init__(self, output: str, num_shards: int, exports: Sequence[str] = ()) -> None:
         self.output = output
         self.num_shards = num_shards
+        self.exports = tuple(exports)
 
     def process(
         self,
@@ -122,19 +136,33 @@ class WriteShard(beam.DoFn):
         kept = None if verdicts is None else verdicts.get(job, {})
         every = list(refs)
         ordered = kept_in_order(every, _sort_key, kept)
-        folder = layout.job_dir(self.output, job)
-        im_name = layout.shard_name(layout.IM, shard, self.num_shards)
-        lf_name = layout.shard_name(layout.LF, shard, self.num_shards)
+        self._write_files(layout.job_dir(self.output, job), shard, ordered, kept)
+        layout.delete(list(dict.fromkeys(ref[1] for ref in every)))
+        reshapes: Counter[str] = Counter()
+        for ref in ordered:
+            reshapes.update(ref[4])
+        yield job, dict(reshapes)
+
+    def _write_files(
+        self, folder: str, shard: int, ordered: list[Any], kept: dict[Any, Any] | None
+    ) -> None:
+        """The shard's files, each part's blocks appended to theirs in `ordered` order."""
+        names = [
+            layout.shard_name(layout.IM, shard, self.num_shards),
+            layout.shard_name(layout.LF, shard, self.num_shards),
+            *(shard_file(fmt, shard, self.num_shards) for fmt in self.exports),
+        ]
         reader = layout.read_parts()
         try:
-            with (
-                layout.FileWriter(f"{folder}/{im_name}") as im,
-                layout.FileWriter(f"{folder}/{lf_name}") as lf,
-            ):
+            with ExitStack() as files:
+                im, lf, *exported = [
+                    files.enter_context(layout.FileWriter(f"{folder}/{name}")) for name in names
+                ]
                 lf.write(b"[")
                 separator = b"\n"
                 for key, path, offset, size, _ in ordered:
-                    im_block, lf_block = parts.decode_part(reader.read(path, offset, size))
+                    data = reader.read(path, offset, size)
+                    im_block, lf_block, *export_blocks = parts.decode_blocks(data, len(names))
                     order = None if kept is None else kept[tuple(key)]
                     if order is not None:
                         im_block, lf_block = with_curriculum(im_block, lf_block, order)
@@ -142,14 +170,11 @@ class WriteShard(beam.DoFn):
                     if lf_block:
                         lf.write(separator + lf_block.replace(b"\n", b",\n"))
                         separator = b",\n"
+                    for writer, block in zip(exported, export_blocks, strict=True):
+                        writer.write(block)
                 lf.write(b"]\n" if separator == b"\n" else b"\n]\n")
         finally:
             reader.close()
-        layout.delete(list(dict.fromkeys(ref[1] for ref in every)))
-        reshapes: Counter[str] = Counter()
-        for ref in ordered:
-            reshapes.update(ref[4])
-        yield job, dict(reshapes)
 
 
 class WriteJobLines(beam.DoFn):

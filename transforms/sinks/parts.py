@@ -1,8 +1,10 @@
 """Parts: what one written bundle adds to a shard's im and lf files, spilled until the shard
 is written in sort order (plain Python and the os module: no Beam).
 
-A part is a 12-digit length of its IM lines, the IM lines, then its LF items (one a line).
-Locally, many parts are appended to one spill file and read back by (path, offset, size).
+A part is a 12-digit length of its IM lines, the IM lines, then its LF items (one a line);
+with the conversation exports (`--messages-format`) each block but the last is preceded by
+its 12-digit length: IM lines, LF items, then each export's lines. Locally, many parts are
+appended to one spill file and read back by (path, offset, size).
 """
 
 from __future__ import annotations
@@ -10,7 +12,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-__all__ = ["PartReader", "SpillFile", "decode_part", "encode_part"]
+__all__ = [
+    "PartReader",
+    "SpillFile",
+    "decode_blocks",
+    "decode_part",
+    "encode_blocks",
+    "encode_part",
+]
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 
@@ -24,6 +33,24 @@ def decode_part(data: bytes) -> tuple[bytes, bytes]:
     """(IM lines, LF items) of a part."""
     size = int(data[:12])
     return data[12 : 12 + size], data[12 + size :]
+
+
+def encode_blocks(blocks: list[bytes]) -> bytes:
+    """Several blocks as one part: every block but the last after its 12-digit length (two
+    blocks give exactly `encode_part`)."""
+    *sized, last = blocks
+    return b"".join(b"%012d" % len(block) + block for block in sized) + last
+
+
+def decode_blocks(data: bytes, count: int) -> list[bytes]:
+    """The `count` blocks of a part made by `encode_blocks`."""
+    blocks, start = [], 0
+    for _ in range(count - 1):
+        size = int(data[start : start + 12])
+        blocks.append(data[start + 12 : start + 12 + size])
+        start += 12 + size
+    blocks.append(data[start:])
+    return blocks
 
 
 class SpillFile:

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
+from transforms.sinks.exports import export_lines
 from transforms.sinks.lf import DEFAULT_LF, LfSettings, to_lf_example
-from transforms.sinks.schema import jsonl_lines
+from transforms.sinks.schema import conform_im_record
 
 
-def bundle_payload(bundle: dict[str, Any], lf: LfSettings = DEFAULT_LF) -> dict[str, Any]:
+def bundle_payload(
+    bundle: dict[str, Any], lf: LfSettings = DEFAULT_LF, exports: Sequence[str] = ()
+) -> dict[str, Any]:
     """IM lines and LF items of a bundle, in record order, with what the LF writer reshaped
-    (a record the LF writer leaves out still counts its reshapes, the drop among them)."""
-    im_lines = list(jsonl_lines(bundle["records"]))
+    (a record the LF writer leaves out still counts its reshapes, the drop among them); with
+    `exports` (`--messages-format`) also each format's lines, made from the IM records as
+    written, and their counts."""
+    conformed = [conform_im_record(record) for record in bundle["records"]]
+    im_lines = [orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE) for record in conformed]
+    exported, export_counts = export_lines(conformed, exports)
     lf_items: list[bytes] = []
     reshapes: list[str] = []
     for record in bundle["records"]:
@@ -31,4 +39,6 @@ def bundle_payload(bundle: dict[str, Any], lf: LfSettings = DEFAULT_LF) -> dict[
         "im_lines": im_lines,
         "lf_items": lf_items,
         "lf_reshapes": reshapes,
+        "export_lines": [b"".join(exported[fmt]) for fmt in exports],
+        "export_counts": export_counts,
     }
