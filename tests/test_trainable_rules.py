@@ -1,10 +1,12 @@
-"""What may become SFT data is decided once, after scoring.
+"""What may become SFT data is decided once, after scoring, and the system prompt is a policy.
 
 - A record whose prompt is empty (blank, or only Claude Code's "Warmup"), one with a call
   left unanswered before its last turn, and one whose assistant turns hold no text and no
   call are rejected at `trainable` with a one-line reason; they are still scored and
   reported (`scores.jsonl`), and `trajcurate score` marks them in `_trainable` instead.
 - A subagent record failing a rule drops its whole trial, the reason naming the subagent.
+- `--system-prompt keep|drop|TEXT`: TEXT fills every empty system prompt (a record's own is
+  kept), drop removes it; what changed is counted and the policy is in the manifest.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from pipelines.cli import main
 from scorers.im_validity import trainable_problem
 from transforms import bundle_steps as steps
+from transforms.chain import ChainSettings, stage_names
 from transforms.readers.im_builder import build_im_record
 
 Record = dict[str, Any]
@@ -188,3 +192,59 @@ def test_score_marks_untrainable_records_with_the_reason_and_keeps_them(tmp_path
         "good": None,
         "empty": "record 1 of 1: empty prompt: the first user message has no text",
     }
+
+
+# --- the system prompt policy ---------------------------------------------------------------
+
+
+def _system(record: Record) -> list[str]:
+    return [m["content"] for m in record["messages"] if m["role"] == "system"]
+
+
+def test_a_system_prompt_text_fills_only_empty_ones_and_is_counted() -> None:
+    own = _good("own")
+    own["messages"][0]["content"] = "You are the agent's own prompt."
+    bundle = steps.apply_system_prompt({"records": [_good("empty"), own]}, "You write code.")
+    assert [_system(r) for r in bundle["records"]] == [
+        ["You write code."],
+        ["You are the agent's own prompt."],
+    ]
+    assert bundle["tallies"] == {"system_prompt.set": 1}
+    missing = _good("missing")
+    del missing["messages"][0]  # a record read from IM may have no system message at all
+    assert _system(steps.apply_system_prompt({"records": [missing]}, "S")["records"][0]) == ["S"]
+
+
+def test_dropping_the_system_prompt_removes_it_and_keep_changes_nothing() -> None:
+    bundle = steps.apply_system_prompt({"records": [_good(), _good(kind="subagent")]}, "drop")
+    assert [_system(r) for r in bundle["records"]] == [[], []]
+    assert [r["messages"][0]["role"] for r in bundle["records"]] == ["user", "user"]
+    assert bundle["tallies"] == {"system_prompt.dropped": 2}
+    kept = steps.apply_system_prompt({"records": [_good()]}, "keep")
+    assert _system(kept["records"][0]) == [""] and "tallies" not in kept
+
+
+def test_the_system_prompt_stage_runs_last_and_only_when_asked() -> None:
+    assert "system_prompt" not in stage_names(ChainSettings())
+    assert stage_names(ChainSettings(system_prompt="drop"))[-2:] == ["filter", "system_prompt"]
+
+
+def test_run_sets_the_system_prompt_in_the_sft_files_records_and_counts_it(
+    tmp_path: Path,
+) -> None:
+    text = "You are a careful coding agent."
+    job = _run(tmp_path, [_good("a"), _good("b")], "--system-prompt", text)
+    assert [_system(r) for r in _lines(job / "im.jsonl")] == [[text], [text]]
+    assert [row["system"] for row in orjson.loads((job / "lf.json").read_bytes())] == [text, text]
+    manifest = orjson.loads((job / "manifest.json").read_bytes())
+    assert manifest["options"]["system_prompt"] == text
+    assert manifest["counts"]["system_prompt.set"] == 2
+
+
+def test_an_empty_system_prompt_text_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _write(tmp_path / "in.jsonl", [_good()])
+    args = ["run", "--input", str(source), "--output", str(tmp_path / "o")]
+    assert main([*args, "--system-prompt", " "]) == 2
+    assert "--system-prompt: keep, drop or a non-empty text" in capsys.readouterr().err
