@@ -7,6 +7,7 @@
 - A subagent record failing a rule drops its whole trial, the reason naming the subagent.
 - `--system-prompt keep|drop|TEXT`: TEXT fills every empty system prompt (a record's own is
   kept), drop removes it; what changed is counted and the policy is in the manifest.
+- Every timestamp an IM record carries is ISO 8601 in UTC with `Z`.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from typing import Any
 
 import orjson
 import pytest
+from reader_checks import result_doc, trajectory_doc, write_trial
 
 from pipelines.cli import main
 from scorers.im_validity import trainable_problem
 from transforms import bundle_steps as steps
 from transforms.chain import ChainSettings, stage_names
-from transforms.readers.im_builder import build_im_record
+from transforms.readers import im_jsonl
+from transforms.readers.im_builder import build_im_record, date_of, utc_timestamp
 
 Record = dict[str, Any]
 
@@ -248,3 +251,76 @@ def test_an_empty_system_prompt_text_is_refused(
     args = ["run", "--input", str(source), "--output", str(tmp_path / "o")]
     assert main([*args, "--system-prompt", " "]) == 2
     assert "--system-prompt: keep, drop or a non-empty text" in capsys.readouterr().err
+
+
+# --- timestamps -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("2026-05-26T00:21:11.642229Z", "2026-05-26T00:21:11.642229Z"),
+        ("2026-05-26T00:21:11Z", "2026-05-26T00:21:11.000000Z"),
+        ("2026-05-26T02:21:11.5+02:00", "2026-05-26T00:21:11.500000Z"),
+        ("2026-05-26T00:21:11.642229", "2026-05-26T00:21:11.642229Z"),  # no offset: UTC
+        ("2026-05-25 19:21:11-05:00", "2026-05-26T00:21:11.000000Z"),
+        (1779754871, "2026-05-26T00:21:11.000000Z"),  # epoch seconds
+        (1779754871500, "2026-05-26T00:21:11.500000Z"),  # epoch milliseconds
+        ("yesterday", None),
+        (True, None),
+    ],
+)
+def test_every_timestamp_form_becomes_utc_with_z(given: Any, expected: str | None) -> None:
+    assert utc_timestamp(given) == expected
+
+
+def test_the_date_of_a_record_is_its_utc_date() -> None:
+    assert date_of("2026-05-25T22:00:00-05:00") == "2026-05-26"
+    assert date_of("2026-05-26 12:00 PST") == "2026-05-26"  # not ISO: the date it names
+    assert date_of(None) == "1970-01-01"
+
+
+def test_a_record_carries_its_trial_and_phase_times_in_utc_with_z() -> None:
+    metadata = {
+        "started_at": "2026-05-26T00:21:11.642229",
+        "finished_at": "2026-05-26T02:26:36+02:00",
+        "timings": {"verifier": {"started_at": 1779754871, "finished_at": "soon"}},
+    }
+    record = build_im_record([_user("q"), _assistant("a")], instance_id="t", metadata=metadata)
+    got = record["meta_info"]["unique_info"]["_instance_metadata"]
+    assert got["started_at"] == "2026-05-26T00:21:11.642229Z"
+    assert got["finished_at"] == "2026-05-26T00:26:36.000000Z"
+    assert got["timings"] == {
+        "verifier": {"started_at": "2026-05-26T00:21:11.000000Z", "finished_at": None}
+    }
+    assert got["warnings"] == ["timings.verifier.finished_at: not a timestamp ('soon'), left out"]
+    assert metadata["timings"]["verifier"]["started_at"] == 1779754871  # the input is not changed
+
+
+def test_a_harbor_trial_with_naive_times_is_written_with_z(tmp_path: Path) -> None:
+    job = tmp_path / "jobs" / "job"
+    job.mkdir(parents=True)
+    (job / "config.json").write_bytes(orjson.dumps({"job_name": "job"}))
+    times = {"started_at": "2026-05-15T02:29:02.123456", "finished_at": "2026-05-15T02:39:02"}
+    result = result_doc("trial", {"reward": 1.0}, **times, verifier=dict(times))
+    write_trial(job, "trial", {"result.json": result, "agent/trajectory.json": trajectory_doc()})
+    out = tmp_path / "out"
+    args = ["run", "--no-progress", "--input", str(tmp_path / "jobs"), "--output", str(out)]
+    assert main(args) == 0
+    (record,) = _lines(out / "job" / "im.jsonl")
+    metadata = record["meta_info"]["unique_info"]["_instance_metadata"]
+    assert (metadata["started_at"], metadata["finished_at"]) == (
+        "2026-05-15T02:29:02.123456Z",
+        "2026-05-15T02:39:02.000000Z",
+    )
+    assert metadata["timings"]["verifier"]["finished_at"] == "2026-05-15T02:39:02.000000Z"
+
+
+def test_im_input_timestamps_are_read_in_utc_with_z(tmp_path: Path) -> None:
+    record = _good()
+    record["meta_info"]["unique_info"]["_instance_metadata"]["started_at"] = (
+        "2026-05-26T02:21:11+02:00"
+    )
+    (bundle,) = im_jsonl.read(_write(tmp_path / "in.jsonl", [record]))
+    metadata = bundle["records"][0]["meta_info"]["unique_info"]["_instance_metadata"]
+    assert metadata["started_at"] == "2026-05-26T00:21:11.000000Z"
