@@ -106,6 +106,20 @@ class Option:
         )
 
 
+@dataclass(frozen=True)
+class WordsOrTextOption(Option):
+    """A text option whose `words` mean something of their own and whose any other
+    non-empty text is a value (`--system-prompt keep|drop|TEXT`)."""
+
+    words: tuple[str, ...] = ()
+
+    def check(self, value: Any) -> Any:
+        value = super().check(value)
+        if value is not None and not value.strip():
+            raise ConfigError(f"{self.flag}: {', '.join(self.words)} or a non-empty text")
+        return value
+
+
 def options_by_name(*options: Option) -> dict[str, Option]:
     """A table of options by name (each name once)."""
     table = {option.name: option for option in options}
@@ -226,6 +240,16 @@ CHAIN_OPTIONS = options_by_name(
         "tqs_tools to each _score",
         choices=TOOLS_MODES,
     ),
+    WordsOrTextOption(
+        "system_prompt",
+        str,
+        "keep",
+        "each record's system prompt in the SFT files: keep it, drop it, or TEXT: the system "
+        "prompt of every record whose own is empty (a template otherwise puts its default "
+        "there, e.g. qwen's 'You are Qwen...'); scoring and judges see the records as read",
+        metavar="keep|drop|TEXT",
+        words=("keep", "drop"),
+    ),
 )
 
 
@@ -245,6 +269,7 @@ CURATION_OPTIONS = (
     "allow_hard_links",
     "scaffold_hints",
     "tqs_tools",
+    "system_prompt",
 )
 
 
@@ -286,6 +311,7 @@ def chain_settings(values: Mapping[str, Any]) -> ChainSettings:
         min_score=values.get("min_score"),
         score_key=get("score_key"),
         max_record_bytes=int(get("max_record_mb") * MIB),
+        system_prompt=get("system_prompt"),
     )
 
 

@@ -271,6 +271,7 @@ class RunConfig:
     allow_hard_links: bool = _default("allow_hard_links")
     scaffold_hints: bool = _default("scaffold_hints")
     tqs_tools: str = _default("tqs_tools")
+    system_prompt: str = _default("system_prompt")
     tokenizer: str | None = _default("tokenizer")
     chat_template_tokenizer: str | None = _default("chat_template_tokenizer")
     lf_call_text: str = _default("lf_call_text")

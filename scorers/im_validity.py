@@ -1,7 +1,11 @@
-"""IM validity beyond the schema: role order (formats.md §4) and instance-aware checks.
+"""IM validity beyond the schema: role order (formats.md §4), what SFT data needs, and
+instance-aware checks.
 
 A bundle (all records of one trial) is valid only if every record is: a trainer must never
-see a subagent record whose main record was dropped, or the reverse.
+see a subagent record whose main record was dropped, or the reverse. So the trainable rules
+(an empty prompt, a call left unanswered before the last turn, nothing to learn from) hold
+for subagent records too, and a subagent record failing one drops its whole trial, the
+reason naming it ("record 2 of 3 (subagent): ...").
 """
 
 from __future__ import annotations
@@ -10,11 +14,14 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from scorers.im import InvalidRecord, validate_im_record
+from scorers.im import InvalidRecord, agent_type, validate_im_record
 
 # The fidelity kind a reader counts when its log ends on tool results the model never
 # answered (transforms/readers/conversation.py cuts them): the run was stopped after a call.
 UNANSWERED_RESULTS = "unanswered_tool_results_dropped"
+# What Claude Code 2.0 sends to fill the prompt cache (transforms/readers: WARMUP_PROMPT): a
+# record whose prompt is only this has no task in it.
+WARMUP_PROMPTS = frozenset({"Warmup"})
 
 _ALLOWED_NEXT = {
     "user": frozenset({"assistant"}),
@@ -104,12 +111,18 @@ def schema_problem(record: object) -> str | None:
 
 
 def trainable_problem(record: Mapping[str, Any]) -> str | None:
-    """Why a valid IM record cannot be SFT data (role order, a run cut off after a tool
-    result, nothing to learn), or None."""
+    """Why a valid IM record cannot be SFT data, or None: its role order, a run cut off
+    after a tool result, an empty prompt, a call left unanswered before the last turn, or
+    nothing to learn from (checked in that order; the first found is the reason)."""
     problem = role_order_problem(record)
     if problem:
         return f"invalid role order: {problem}"
-    return stopped_after_result_problem(record) or nothing_to_train_problem(record)
+    return (
+        stopped_after_result_problem(record)
+        or empty_prompt_problem(record)
+        or unanswered_call_problem(record)
+        or nothing_to_learn_problem(record)
+    )
 
 
 def stopped_after_result_problem(record: Mapping[str, Any]) -> str | None:
@@ -133,21 +146,87 @@ def stopped_after_result_problem(record: Mapping[str, Any]) -> str | None:
     return None
 
 
-def nothing_to_train_problem(record: Mapping[str, Any]) -> str | None:
-    """Why a record has nothing to learn from, or None: every user message is empty (a log
-    that never recorded the request, with no task instruction known), or the model only made
-    calls that were never answered (no text or reasoning of its own, no tool result)."""
+def empty_prompt_problem(record: Mapping[str, Any]) -> str | None:
+    """Why the record's prompt (its first user message, which every answer follows) gives
+    the model nothing to answer, or None: no text once stripped (a log that never recorded
+    the request), or only Claude Code's prompt-cache greeting ("Warmup"), which is no task."""
+    first = next((m for m in record.get("messages") or [] if m.get("role") == "user"), None)
+    if first is None:
+        return None  # no user message at all: the role order says so
+    text = str(first.get("content") or "").strip()
+    if not text:
+        return "empty prompt: the first user message has no text"
+    if text in WARMUP_PROMPTS:
+        return f"empty prompt: the first user message is Claude Code's warmup greeting {text!r}"
+    return None
+
+
+def unanswered_call_problem(record: Mapping[str, Any]) -> str | None:
+    """Why a call of the record got no result although the model went on, or None.
+
+    Every tool call of an assistant message before the last one must be answered by one of
+    the `tool` messages right after it (the role order tolerates a lost result; a trainer
+    would teach the model to go on without one). The last assistant message may end on its
+    calls (OpenHands' `finish`, a run stopped after a call). Names the first such call.
+    """
+    messages = [m for m in record.get("messages") or [] if m.get("role") != "system"]
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=0)
+    for index, message in enumerate(messages[:last]):
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        left = _unanswered(messages, index, calls or [])
+        if left:
+            call_id = str(left[0].get("id") or "") if isinstance(left[0], Mapping) else ""
+            return (
+                f"unanswered call: message {index + 1} calls {_call_name(left[0]) or 'a tool'} "
+                f"(id {call_id or 'missing'}) and no tool message answers it before the model "
+                "goes on"
+            )
+    return None
+
+
+def _unanswered(
+    messages: Sequence[Mapping[str, Any]], index: int, calls: Sequence[Any]
+) -> list[Any]:
+    """The calls of assistant message `index` that no `tool` message right after it answers
+    (answers are matched to calls in call order, as `_in_order` does)."""
+    answers = []
+    for later in messages[index + 1 :]:
+        if later.get("role") != "tool":
+            break
+        answers.append(str(later.get("tool_call_id") or ""))
+    left: list[Any] = []
+    pending = iter(answers)
+    wanted = next(pending, None)
+    for call in calls:
+        call_id = str(call.get("id") or "") if isinstance(call, Mapping) else ""
+        if wanted is not None and wanted == call_id:
+            wanted = next(pending, None)
+        else:
+            left.append(call)
+    return left
+
+
+def _call_name(call: Any) -> str:
+    function = call.get("function") if isinstance(call, Mapping) else None
+    name = function.get("name") if isinstance(function, Mapping) else None
+    return str(name) if name else ""
+
+
+def nothing_to_learn_problem(record: Mapping[str, Any]) -> str | None:
+    """Why the model's turns hold nothing to learn from, or None: no assistant message has
+    text or a tool call (reasoning alone is no answer: a model trained on it learns to think
+    and say nothing), or the model only made calls that were never answered, without a word
+    of text or reasoning of its own."""
     messages = record.get("messages") or []
-    users = [m for m in messages if m.get("role") == "user"]
-    if users and not any(str(m.get("content") or "").strip() for m in users):
-        return "empty user prompt: the log holds no request to train on"
     assistants = [m for m in messages if m.get("role") == "assistant"]
+    if not any(str(m.get("content") or "").strip() or m.get("tool_calls") for m in assistants):
+        return "nothing to learn from: no assistant message has text or a tool call"
     answered = any(m.get("role") == "tool" for m in messages)
     said = any(
         str(m.get("content") or "").strip() or str(m.get("reasoning_content") or "").strip()
         for m in assistants
     )
-    if assistants and not answered and not said and any(m.get("tool_calls") for m in assistants):
+    if not answered and not said:
         return "tool calls never answered and no text: nothing to train on"
     return None
 
@@ -161,5 +240,7 @@ def bundle_problem(
     for index, record in enumerate(records):
         problem = check(record)
         if problem:
-            return f"record {index + 1} of {len(records)}: {problem}"
+            kind = agent_type(record) if isinstance(record, Mapping) else "main"
+            which = "" if kind == "main" else f" ({kind})"
+            return f"record {index + 1} of {len(records)}{which}: {problem}"
     return None

@@ -85,7 +85,7 @@ def test_trial_metadata_and_usage(composed: list[Bundle]) -> None:
     assert metadata["source"] == "composed-sample"
     assert metadata["task_checksum"].startswith("1738f7d9")
     assert metadata["rewards"] == {"reward": 1.0} and metadata["reward_source"] == "result.json"
-    assert metadata["started_at"] == "2026-06-16T12:00:01Z"
+    assert metadata["started_at"] == "2026-06-16T12:00:01.000000Z"  # UTC, one form (IM)
     assert metadata["agent"] == {
         "name": "claude-code",
         "version": "2.1.178",

@@ -68,7 +68,7 @@ CALL = {"id": "c1", "name": "bash", "arguments": {"command": "ls"}}
 
 def test_records_with_nothing_to_learn_from_are_not_trainable() -> None:
     no_request = _record({"role": "user", "content": "  "}, {"role": "assistant", "content": "Hi"})
-    assert record_problem(no_request) == "empty user prompt: the log holds no request to train on"
+    assert record_problem(no_request) == "empty prompt: the first user message has no text"
     only_calls = _record(
         {"role": "user", "content": "list files"},
         {"role": "assistant", "content": "", "tool_calls": [CALL]},

@@ -1,5 +1,5 @@
 """Pure per-bundle steps of the curation chain (no Beam): read check, gate, clean, validate,
-redact, score, score filter.
+redact, score, trainable, system prompt, score filter.
 
 Each step takes a bundle and returns either the bundle (to go on) or a drop reason;
 `transforms/chain.py` names them, orders them and routes their results. What a transform
@@ -110,6 +110,35 @@ def mark_untrainable(bundle: dict[str, Any]) -> dict[str, Any]:
     if reason is not None:
         _tally(bundle, {"trainable.marked": 1})
     return bundle
+
+
+def apply_system_prompt(bundle: dict[str, Any], policy: str) -> dict[str, Any]:
+    """`--system-prompt`: "keep" leaves every record as it is; "drop" removes each record's
+    leading system messages (counted `system_prompt.dropped`); any other text becomes the
+    system prompt of each record whose own is empty or absent (`system_prompt.set`) — a
+    record that has one keeps it: it is what the model saw, and its tools and answers
+    follow from it."""
+    if policy == "keep":
+        return bundle
+    changed = sum(_system_prompt(record, policy) for record in bundle["records"])
+    kind = "dropped" if policy == "drop" else "set"
+    _tally(bundle, {f"system_prompt.{kind}": changed})
+    return bundle
+
+
+def _system_prompt(record: dict[str, Any], policy: str) -> bool:
+    """Apply `policy` ("drop" or a text) to one record; whether it changed."""
+    messages = record["messages"]
+    leading = 0
+    while leading < len(messages) and messages[leading].get("role") == "system":
+        leading += 1
+    if policy == "drop":
+        del messages[:leading]
+        return leading > 0
+    if any(str(m.get("content") or "").strip() for m in messages[:leading]):
+        return False
+    messages[:leading] = [{"role": "system", "content": policy}]
+    return True
 
 
 def _tally(bundle: dict[str, Any], counts: Mapping[str, int]) -> None:

@@ -8,16 +8,17 @@ or the plain loop of `convert` and `score`: kept, rejected (stage + reason) or d
 `<stage>.dead_letter`; per job, drops count as `rejected.<stage>` / `dead_letter.<stage>`.
 
 The order: read → validate → [redact] → score → [diagnose] → trainable → clean → gate →
-[LLM judges] → filter, and in `trajcurate run` then the per-job selection
+[LLM judges] → filter → [system_prompt], and in `trajcurate run` then the per-job selection
 (`transforms/selection.py`: dedup, best-of-k, curriculum order).
 `validate` asks only what scoring needs (structurally valid IM records): every trajectory
 with messages is scored as the reference scores it, whatever its role order. `trainable`
-then decides whether it can be SFT data (formats.md §4's role order, something to learn
-from); a bundle rejected there still has its score and sidecar row, so the report counts
-truncated and malformed runs too. Secrets go before anything else sees the text; TQS V2
-scores the text as the agent saw it
+then decides whether it can be SFT data (formats.md §4's role order, a prompt, every call
+answered before the last turn, something to learn from); a bundle rejected there still has
+its score and sidecar row, so the report counts truncated and malformed runs too. Secrets
+go before anything else sees the text; TQS V2 scores the text as the agent saw it
 (terminal escapes included, as the reference scorer does), and only then is it cleaned for
-the judges and for training. The reward gate comes after scoring so that every trial that
+the judges and for training; `--system-prompt drop|TEXT` changes the records last, for the
+SFT files only. The reward gate comes after scoring so that every trial that
 can be scored is (the report compares resolved and unresolved trials), and before the
 judges, which cost money per call. A bundle rejected after scoring carries its sidecar row
 (`Drop.row`, decision "rejected" with the reject's reason); one never scored has none.
@@ -46,6 +47,7 @@ STANDALONE_JOB = "standalone"
 DETECT = "detect"  # the stage of inputs refused before reading: no reader fits
 OPEN = "open"  # the stage of read units a reader refused or crashed on
 TRAINABLE = "trainable"  # after scoring: can the bundle become SFT data (role order, ...)
+SYSTEM_PROMPT = "system_prompt"  # `--system-prompt drop|TEXT`: the chain's last stage
 TRACEBACK_LINES = 6
 
 Bundle = dict[str, Any]
@@ -160,6 +162,7 @@ class ChainSettings:
     # "drop": a bundle that cannot be SFT data is rejected at `trainable` (run, convert);
     # "mark": it is kept, each record's `_trainable` saying why (`trajcurate score`)
     trainable: str = "drop"
+    system_prompt: str = "keep"  # `--system-prompt`: keep, drop, or the text to set
     max_record_bytes: int = 64 * 2**20  # `--max-record-mb`
 
 
@@ -200,9 +203,15 @@ def stages_before_judge(settings: ChainSettings) -> list[Stage]:
 
 
 def stages_after_judge(settings: ChainSettings) -> list[Stage]:
-    """filter (the bundled score filter reads TQS V2 and LLM judge scores alike)."""
+    """filter → [system_prompt] (the bundled score filter reads TQS V2 and LLM judge scores
+    alike; the system prompt policy comes last, so scorers and judges see what the agent
+    saw and only the SFT files get the prompt set or dropped)."""
     score_filter = steps.FilterSettings(settings.min_score, settings.score_key)
-    return [Stage("filter", check=partial(steps.score_filter_problem, settings=score_filter))]
+    stages = [Stage("filter", check=partial(steps.score_filter_problem, settings=score_filter))]
+    if settings.system_prompt != "keep":
+        policy = partial(steps.apply_system_prompt, policy=settings.system_prompt)
+        stages.append(Stage(SYSTEM_PROMPT, transform=policy))
+    return stages
 
 
 def stage_names(settings: ChainSettings) -> list[str]:

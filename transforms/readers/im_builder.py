@@ -12,6 +12,7 @@ refuses it with a `ReaderError` naming where it was, and the reader refuses the 
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -54,20 +55,81 @@ def scaffold_for_agent(agent_name: Any) -> str | None:
     return AGENT_SCAFFOLDS.get(agent_name.strip().lower())
 
 
+def utc_moment(timestamp: Any) -> dt.datetime | None:
+    """The UTC moment of an ISO 8601 text (`Z`, an offset, or none: taken as UTC, as Harbor
+    records it) or of epoch seconds / milliseconds; None when it is neither."""
+    moment: dt.datetime | None = None
+    if isinstance(timestamp, str):
+        try:
+            moment = dt.datetime.fromisoformat(timestamp.strip())
+        except ValueError:
+            return None
+    elif isinstance(timestamp, int | float) and not isinstance(timestamp, bool) and timestamp > 0:
+        seconds = timestamp / 1000 if timestamp > 1e11 else timestamp
+        try:
+            moment = dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if moment is None:
+        return None
+    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+
+
+def utc_timestamp(timestamp: Any) -> str | None:
+    """A timestamp as the one form IM records carry: ISO 8601 in UTC with microseconds and
+    `Z` (`2026-05-26T00:21:11.642229Z`); None when `timestamp` is none (see `utc_moment`)."""
+    moment = utc_moment(timestamp)
+    if moment is None:
+        return None
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
 def date_of(timestamp: Any) -> str:
-    """`YYYY-MM-DD` from an ISO timestamp or epoch seconds/milliseconds; unknown -> 1970-01-01."""
+    """`YYYY-MM-DD` (the UTC date) from an ISO timestamp or epoch seconds/milliseconds; a text
+    holding a date otherwise (`2026-05-26 12:00 PST`) gives that date; unknown -> 1970-01-01."""
+    moment = utc_moment(timestamp)
+    if moment is not None:
+        return moment.strftime("%Y-%m-%d")
     if isinstance(timestamp, str):
         match = _DATE.search(timestamp)
         return match.group(0) if match else UNKNOWN_DATE
-    if isinstance(timestamp, int | float) and not isinstance(timestamp, bool) and timestamp > 0:
-        import datetime as _dt
-
-        seconds = timestamp / 1000 if timestamp > 1e11 else timestamp
-        try:
-            return _dt.datetime.fromtimestamp(seconds, tz=_dt.UTC).strftime("%Y-%m-%d")
-        except (OverflowError, OSError, ValueError):
-            return UNKNOWN_DATE
     return UNKNOWN_DATE
+
+
+# The timestamps an IM record carries (formats.md §4 `_instance_metadata`, from Harbor's
+# TrialResult): the trial's, and each phase's under `timings`.
+TIMESTAMP_KEYS = ("started_at", "finished_at")
+
+
+def with_utc_timestamps(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """`_instance_metadata` with its timestamps (`started_at`, `finished_at`,
+    `timings.<phase>.started_at` / `finished_at`) as `utc_timestamp` gives them (a copy:
+    the given mapping and its `timings` are left as they are). A value that is no timestamp
+    becomes null, and a warning says so."""
+    out = dict(metadata)
+    warnings: list[str] = []
+    _utc_span(out, "", warnings)
+    timings = out.get("timings")
+    if isinstance(timings, Mapping):
+        out["timings"] = {
+            phase: _utc_span(dict(span), f"timings.{phase}.", warnings)
+            if isinstance(span, Mapping)
+            else span
+            for phase, span in timings.items()
+        }
+    if warnings:
+        out["warnings"] = [*(out.get("warnings") or []), *warnings]
+    return out
+
+
+def _utc_span(span: dict[str, Any], where: str, warnings: list[str]) -> dict[str, Any]:
+    for key in TIMESTAMP_KEYS:
+        value = span.get(key)
+        if value is not None:
+            span[key] = utc_timestamp(value)
+            if span[key] is None:
+                warnings.append(f"{where}{key}: not a timestamp ({str(value)[:40]!r}), left out")
+    return span
 
 
 def as_text(value: Any, what: str = "content") -> str:
@@ -263,7 +325,7 @@ def build_im_record(
     _fill_call_ids(normalised, instance_id)
     if tools is None and rebuild_tools:
         tools = tools_from_calls(normalised)
-    instance_metadata = dict(metadata or {})
+    instance_metadata = with_utc_timestamps(metadata or {})
     if agent:
         instance_metadata["agent"] = dict(agent)
         scaffold = scaffold_for_agent(agent.get("name"))

@@ -27,6 +27,7 @@ from scorers.im import InvalidRecord, agent_type, validate_im_record
 from transforms.jsonl import LineError, is_blank, parse_line
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
+from transforms.readers.im_builder import with_utc_timestamps
 from transforms.readers.source_files import json_type
 
 FORMAT = "im"
@@ -97,6 +98,9 @@ def _parse(raw: bytes) -> tuple[dict[str, Any], str | None, str]:
         validate_im_record(value)
     except InvalidRecord as exc:
         return {}, instance_id, f"not an IM record: {exc}"
+    info = value["meta_info"]["unique_info"]
+    if isinstance(info.get("_instance_metadata"), dict):  # timestamps in the one IM form
+        info["_instance_metadata"] = with_utc_timestamps(info["_instance_metadata"])
     return value, instance_id, ""
 
 
