@@ -70,10 +70,12 @@ class ConvertStats:
             self.counts.render_accounting(),
         ]
         tallies = {
-            k: v for k, v in sorted(totals.items()) if k.startswith(("redacted.", "cleaned."))
+            k: v
+            for k, v in sorted(totals.items())
+            if k.startswith(("redacted.", "cleaned.", "system_prompt."))
         }
         if tallies:
-            lines.append("cleaned and redacted")
+            lines.append("cleaned, redacted and system prompts set")
             lines.extend(f"  {name:<32} {n}" for name, n in tallies.items())
         for title, counter in (
             ("by format", self.by_format),

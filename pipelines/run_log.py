@@ -29,9 +29,8 @@ class RunLog:
         self.run_id = run_id
         self.version = version
         self._started = time.time()  # wall clock: a template's job logs on another machine
-        self.started_at = datetime.datetime.fromtimestamp(self._started, datetime.UTC).isoformat(
-            timespec="seconds"
-        )
+        started = datetime.datetime.fromtimestamp(self._started, datetime.UTC)
+        self.started_at = started.strftime("%Y-%m-%dT%H:%M:%SZ")  # every time we write: UTC, Z
 
     def finished(self, run: dict[str, Any], incremental: bool) -> None:
         """The line of a run that published its outputs (`run`: its manifest)."""
