@@ -29,7 +29,8 @@ from transforms.readers.confined import ReadLimits
 from transforms.redact import mask_url_credentials
 from transforms.selection import DEDUP_MODES, SelectionSettings
 from transforms.sinks.exports import FORMAT_CHOICES, formats_of
-from transforms.sinks.lf import KEEP_DROP, LfSettings
+from transforms.sinks.lf import KEEP_DROP, PARALLEL_CALLS, LfSettings
+from transforms.sinks.lf_templates import LF_TEMPLATES, LfTemplateError, template_settings
 
 LF_DEFAULTS = LfSettings()
 
@@ -82,12 +83,23 @@ RUN_OPTIONS = options_by_name(
         "render LF records through this local tokenizer's chat template",
         metavar="PATH",
     ),
+    # The LF options. RunConfig leaves them unset (None) until built: one not given takes the
+    # --lf-template's value (else the default here); one given must be one the template loads.
+    Option(
+        "lf_template",
+        str,
+        None,
+        "the LLaMA-Factory template trained with (qwen, qwen3, llama3, deepseek3, mistral, "
+        "glm4, gemma3, ...; README): sets the LF options below to what it loads",
+        choices=tuple(LF_TEMPLATES),
+        metavar="NAME",
+    ),
     Option(
         "lf_call_text",
         str,
         LF_DEFAULTS.call_text,
         "text beside tool calls in LF: keep it (inside the tool-call markers; LLaMA-Factory "
-        ">= 0.9.4) or drop it (older releases)",
+        ">= 0.9.4) or drop it (older releases; set by bare-JSON templates such as mistral)",
         choices=KEEP_DROP,
     ),
     Option(
@@ -129,9 +141,10 @@ RUN_OPTIONS = options_by_name(
         "lf_parallel_calls",
         str,
         LF_DEFAULTS.parallel_calls,
-        "LF records with several calls in one turn: keep them, or drop them (counted) for "
-        "templates that cannot render parallel calls, such as glm4",
-        choices=KEEP_DROP,
+        "LF turns with several calls: keep them, split them into one call per turn (each "
+        "with its result), or drop their records, for templates that render one call per "
+        "turn (glm4's profile splits)",
+        choices=PARALLEL_CALLS,
     ),
     Option(
         "messages_format",
@@ -244,10 +257,23 @@ _VALUED = {**{n: CHAIN_OPTIONS[n] for n in RUN_CHAIN_OPTIONS}, **RUN_OPTIONS, **
 
 
 _LF_MARKERS = ("lf_tool_call_open", "lf_tool_call_close", "lf_thought_open", "lf_thought_close")
+# The flag to name when --lf-template refuses an LfSettings field.
+_LF_FLAGS = {
+    "template": "--lf-template",
+    "call_text": "--lf-call-text",
+    "reasoning": "--lf-reasoning",
+    "parallel_calls": "--lf-parallel-calls",
+    "tool_call_words": "--lf-tool-call-open/--lf-tool-call-close",
+    "thought_words": "--lf-thought-open/--lf-thought-close",
+}
 
 
 def _default(name: str) -> Any:
     return _VALUED[name].default
+
+
+# An LF option's RunConfig default: not given, filled in __post_init__ (_fill_lf_options).
+_LF_UNSET: Any = None
 
 
 @dataclass(frozen=True)
@@ -274,13 +300,14 @@ class RunConfig:
     system_prompt: str = _default("system_prompt")
     tokenizer: str | None = _default("tokenizer")
     chat_template_tokenizer: str | None = _default("chat_template_tokenizer")
-    lf_call_text: str = _default("lf_call_text")
-    lf_tool_call_open: str = _default("lf_tool_call_open")
-    lf_tool_call_close: str = _default("lf_tool_call_close")
-    lf_reasoning: str = _default("lf_reasoning")
-    lf_thought_open: str = _default("lf_thought_open")
-    lf_thought_close: str = _default("lf_thought_close")
-    lf_parallel_calls: str = _default("lf_parallel_calls")
+    lf_template: str | None = _default("lf_template")
+    lf_call_text: str = _LF_UNSET
+    lf_tool_call_open: str = _LF_UNSET
+    lf_tool_call_close: str = _LF_UNSET
+    lf_reasoning: str = _LF_UNSET
+    lf_thought_open: str = _LF_UNSET
+    lf_thought_close: str = _LF_UNSET
+    lf_parallel_calls: str = _LF_UNSET
     parquet: bool = _default("parquet")
     messages_format: str = _default("messages_format")
     dedup: str = _default("dedup")
@@ -324,17 +351,39 @@ class RunConfig:
                 "judge's output (e.g. llm_composite_score, llm_checklist_csr)"
             )
         for name in _LF_MARKERS:
-            if not getattr(self, name):
+            if getattr(self, name) == "":
                 raise ConfigError(f"{_VALUED[name].flag}: a non-empty marker")
+        self._fill_lf_options()
+
+    def _fill_lf_options(self) -> None:
+        """Every LF option not given takes the --lf-template's value (or the default), so the
+        manifest's options say what was written; a given one the template cannot load is
+        refused in one line."""
+        try:
+            settings = self.lf_settings()
+        except LfTemplateError as exc:
+            raise ConfigError(f"{_LF_FLAGS[exc.setting]}: {exc}") from None
+        filled = {
+            "lf_call_text": settings.call_text,
+            "lf_tool_call_open": settings.tool_call_words[0],
+            "lf_tool_call_close": settings.tool_call_words[1],
+            "lf_reasoning": settings.reasoning,
+            "lf_thought_open": settings.thought_words[0],
+            "lf_thought_close": settings.thought_words[1],
+            "lf_parallel_calls": settings.parallel_calls,
+        }
+        for name, value in filled.items():
+            object.__setattr__(self, name, value)  # frozen: filled once, while building
 
     def lf_settings(self) -> LfSettings:
         """How the LF writer renders records (one object for the sink)."""
-        return LfSettings(
+        return template_settings(
+            self.lf_template,
             call_text=self.lf_call_text,
-            tool_call_words=(self.lf_tool_call_open, self.lf_tool_call_close),
             reasoning=self.lf_reasoning,
-            thought_words=(self.lf_thought_open, self.lf_thought_close),
             parallel_calls=self.lf_parallel_calls,
+            tool_call_words=(self.lf_tool_call_open, self.lf_tool_call_close),
+            thought_words=(self.lf_thought_open, self.lf_thought_close),
             chat_template_tokenizer=self.chat_template_tokenizer,
         )
 

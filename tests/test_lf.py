@@ -330,7 +330,7 @@ def test_parallel_calls_drop_leaves_the_record_out_and_says_why() -> None:
     [
         ("call_text", "maybe"),
         ("reasoning", ""),
-        ("parallel_calls", "split"),
+        ("parallel_calls", "merge"),
         ("tool_call_words", ("<tool_call>", "")),
         ("thought_words", ("<think>",)),
     ],

@@ -30,8 +30,9 @@ def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
             "argument --lf-reasoning: invalid choice: 'some' (choose from 'keep', 'drop')",
         ),
         (
-            ["--lf-parallel-calls", "split"],
-            "argument --lf-parallel-calls: invalid choice: 'split' (choose from 'keep', 'drop')",
+            ["--lf-parallel-calls", "merge"],
+            "argument --lf-parallel-calls: invalid choice: 'merge' (choose from 'keep', "
+            "'split', 'drop')",
         ),
         (["--lf-tool-call-open="], "--lf-tool-call-open: a non-empty marker"),
         (["--lf-thought-close="], "--lf-thought-close: a non-empty marker"),

@@ -30,7 +30,16 @@ mapping meets it:
   (`<tool_response>\n{{content}}\n</tool_response>`) then shows one block per call. A call
   without a result gets an empty block, so the counts always match.
 - Templates that cannot render parallel calls (glm4's tool formatter raises on them and
-  aborts the dataset): `parallel_calls="drop"` leaves such records out, counted.
+  aborts the dataset): `parallel_calls="split"` writes a turn of several calls as one call per
+  turn, each followed by its own result (the text and reasoning go with the first call);
+  `parallel_calls="drop"` leaves such records out. Both are counted.
+- Templates whose function formatter gets no markers (LLaMA-Factory's `Llama2Template`:
+  mistral, gemma, llama2 …) parse the whole function_call content as JSON: `bare_calls`
+  writes the calls' JSON alone, dropping the text (`call_text="drop"`) and reasoning beside
+  them, counted.
+- Multimodal templates count `<image>`, `<video>` and `<audio>` in the text as media inputs
+  and abort on a mismatch: `media_placeholders` leaves a record holding them out, counted.
+- `--lf-template NAME` chooses these settings for a named template (`lf_templates.py`).
 
 Anything that would still break the rules is repaired deterministically and each repair is
 reported by kind (see `RESHAPE_KINDS`); a record is dropped (None) only for a kind in
@@ -55,7 +64,9 @@ __all__ = [
     "FUNCTION",
     "KEEP_DROP",
     "LF_ROLES",
+    "MEDIA_PLACEHOLDERS",
     "OBSERVATION",
+    "PARALLEL_CALLS",
     "RECORD_DROP_KINDS",
     "RESHAPE_KINDS",
     "RESULT_SEPARATOR",
@@ -91,7 +102,10 @@ RESHAPE_KINDS = {
     "arguments_not_json": "tool-call arguments that are not JSON kept as a JSON string",
     "tool_schema_filled": "a tool without parameters.properties given an empty object schema",
     "call_text_dropped": "the text of an assistant turn that also calls tools dropped "
-    "(--lf-call-text drop)",
+    "(--lf-call-text drop, or a --lf-template that reads the calls' JSON alone: mistral, "
+    "gemma, llama2 …)",
+    "call_reasoning_dropped": "the reasoning of a turn that calls tools dropped: the "
+    "--lf-template reads the calls' JSON alone (mistral, gemma, llama2 …)",
     "call_text_marker_clash": "the text and reasoning beside tool calls dropped: they hold the "
     "template's markers in a way LLaMA-Factory would misread as the calls",
     "reasoning_dropped": "the reasoning of an assistant turn dropped (--lf-reasoning drop)",
@@ -108,9 +122,21 @@ RESHAPE_KINDS = {
     "no_trainable_turn": "nothing trainable left: the record is not written",
     "parallel_calls_dropped": "a record with a turn of several calls not written "
     "(--lf-parallel-calls drop, for templates such as glm4)",
+    "parallel_calls_split": "a turn of several calls written as one call per turn, each "
+    "followed by its own result (--lf-parallel-calls split, as --lf-template glm4 sets)",
+    "media_placeholder_dropped": "a record whose text holds <image>, <video> or <audio> not "
+    "written: the --lf-template's multimodal plugin would count them as media and abort",
     **RENDER_KINDS,  # --chat-template-tokenizer
 }
-RECORD_DROP_KINDS = ("no_trainable_turn", "parallel_calls_dropped", "chat_template_not_prefix")
+RECORD_DROP_KINDS = (
+    "no_trainable_turn",
+    "parallel_calls_dropped",
+    "media_placeholder_dropped",
+    "chat_template_not_prefix",
+)
+PARALLEL_CALLS = ("keep", "split", "drop")
+# What LLaMA-Factory's multimodal plugins count as media inputs in a message's content.
+MEDIA_PLACEHOLDERS = ("<image>", "<video>", "<audio>")
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 SHARDED_NOTE = (
@@ -127,7 +153,9 @@ class LfSettings:
     (the Beam sink and the plain loop alike).
 
     The marker pairs must be the ones of the template trained with (LLaMA-Factory's
-    `tool_call_words` / `thought_words`); the defaults are its defaults.
+    `tool_call_words` / `thought_words`); the defaults are its defaults. `bare_calls` and
+    `media_placeholders` say what a template cannot take (the module docstring); they are
+    set by `--lf-template` (`lf_templates.py`), not by flags of their own.
     """
 
     call_text: str = "keep"
@@ -135,13 +163,19 @@ class LfSettings:
     reasoning: str = "keep"
     thought_words: tuple[str, str] = THOUGHT_WORDS
     parallel_calls: str = "keep"
+    bare_calls: bool = False
+    media_placeholders: bool = False
     # Render whole records as text with this local tokenizer's chat template instead.
     chat_template_tokenizer: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("call_text", "reasoning", "parallel_calls"):
+        for name in ("call_text", "reasoning"):
             if getattr(self, name) not in KEEP_DROP:
                 raise ValueError(f"{name}: one of {', '.join(KEEP_DROP)}")
+        if self.parallel_calls not in PARALLEL_CALLS:
+            raise ValueError(f"parallel_calls: one of {', '.join(PARALLEL_CALLS)}")
+        if self.bare_calls and self.call_text != "drop":
+            raise ValueError("call_text: drop, with bare_calls (no markers to keep text in)")
         for name in ("tool_call_words", "thought_words"):
             words = getattr(self, name)
             if len(words) != 2 or not all(isinstance(w, str) and w for w in words):
@@ -157,6 +191,8 @@ class _Turn:
     texts: list[str] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)
+    # An observation's results, one block per call (its first text is their join).
+    blocks: list[str] | None = None
 
     @property
     def prompt_side(self) -> bool:
@@ -180,7 +216,12 @@ def to_lf_example(
     if settings.parallel_calls == "drop" and any(len(turn.calls) > 1 for turn in turns):
         kinds.append("parallel_calls_dropped")
         return None, kinds
+    if settings.parallel_calls == "split":
+        turns = _split_parallel_calls(turns, kinds)
     messages = [_render(turn, settings, kinds) for turn in turns]
+    if settings.media_placeholders and _holds_media(messages):
+        kinds.append("media_placeholder_dropped")
+        return None, kinds
     info = _unique_info(record)
     example: dict[str, Any] = {
         "messages": messages,
@@ -231,7 +272,7 @@ def _to_turns(
             results.append(message)
             continue
         if results:
-            turns.append(_Turn(OBSERVATION, [_observation_text(results, pending, kinds)]))
+            turns.append(_observation(results, pending, kinds))
             results, pending = [], []
         if role == "user":
             turns.append(_Turn(USER, [_text(message.get("content"))]))
@@ -244,7 +285,7 @@ def _to_turns(
         else:
             kinds.append("unknown_role_dropped")
     if results:
-        turns.append(_Turn(OBSERVATION, [_observation_text(results, pending, kinds)]))
+        turns.append(_observation(results, pending, kinds))
     return turns
 
 
@@ -289,9 +330,18 @@ def _arguments(raw: Any, kinds: list[str]) -> Any:
         return raw
 
 
-def _observation_text(
+def _observation(
     results: Sequence[Mapping[str, Any]], pending: Sequence[str], kinds: list[str]
-) -> str:
+) -> _Turn:
+    """The observation turn of a run of results: one block per call, joined by
+    `RESULT_SEPARATOR`."""
+    blocks = _result_blocks(results, pending, kinds)
+    return _Turn(OBSERVATION, [RESULT_SEPARATOR.join(blocks)], blocks=blocks)
+
+
+def _result_blocks(
+    results: Sequence[Mapping[str, Any]], pending: Sequence[str], kinds: list[str]
+) -> list[str]:
     """The raw results in the order of the calls they answer, one block per call.
 
     A result is placed by its `tool_call_id`; one whose id answers no open call takes the
@@ -320,8 +370,7 @@ def _observation_text(
             kinds.append("unmatched_result_kept")
             extras.append(content)
     kinds.extend("missing_result_filled" for slot in slots if slot is None)
-    blocks = [slot or "" for slot in slots] + extras
-    return RESULT_SEPARATOR.join(blocks)
+    return [slot or "" for slot in slots] + extras
 
 
 def _alternate(turns: list[_Turn], kinds: list[str]) -> list[_Turn]:
@@ -350,6 +399,49 @@ def _alternate(turns: list[_Turn], kinds: list[str]) -> list[_Turn]:
     return merged
 
 
+def _split_parallel_calls(turns: list[_Turn], kinds: list[str]) -> list[_Turn]:
+    """Each turn of several calls as one call per turn, each call followed by its own result
+    block; the turn's text and reasoning go with the first call, and the prompt turn after it
+    keeps the last call's block, any extra blocks and whatever was merged into it. A call
+    without a block (none was written for it) gets an empty one, counted."""
+    out: list[_Turn] = []
+    index = 0
+    while index < len(turns):
+        turn = turns[index]
+        index += 1
+        if turn.role != FUNCTION or len(turn.calls) < 2:
+            out.append(turn)
+            continue
+        kinds.append("parallel_calls_split")
+        following = turns[index] if index < len(turns) else None
+        blocks = following.blocks if following is not None and following.blocks else []
+        for position, call in enumerate(turn.calls):
+            first = position == 0
+            texts, thoughts = (turn.texts, turn.thoughts) if first else ([], [])
+            out.append(_Turn(FUNCTION, texts, [call], thoughts))
+            if position == len(turn.calls) - 1:
+                break
+            if position < len(blocks):
+                block = blocks[position]
+            else:
+                kinds.append("missing_result_filled")
+                block = ""
+            out.append(_Turn(OBSERVATION, [block], blocks=[block]))
+        if following is not None and blocks:
+            rest = blocks[len(turn.calls) - 1 :]
+            if not rest:
+                kinds.append("missing_result_filled")
+                rest = [""]
+            merged = following.texts[1:]
+            out.append(_Turn(following.role, [RESULT_SEPARATOR.join(rest), *merged], blocks=rest))
+            index += 1
+    return out
+
+
+def _holds_media(messages: Sequence[Mapping[str, str]]) -> bool:
+    return any(mark in m["content"] for m in messages for mark in MEDIA_PLACEHOLDERS)
+
+
 def _render(turn: _Turn, settings: LfSettings, kinds: list[str]) -> dict[str, str]:
     text = "\n\n".join(turn.texts)
     thought = _thought(turn, settings)
@@ -376,7 +468,8 @@ def _function_content(
     that the first marked span would not be the calls, the calls go first (LLaMA-Factory
     renders the prose before the calls wherever it stands); if even that would be misread,
     the prose is dropped and counted. Each candidate is checked by splitting it as the
-    formatter does.
+    formatter does. With `bare_calls` the content is the JSON alone, whatever stood beside it
+    dropped and counted.
     """
     opening, closing = settings.tool_call_words
     markers = (*settings.tool_call_words, *settings.thought_words, *_LEGACY_THOUGHT_WORDS)
@@ -384,6 +477,10 @@ def _function_content(
     if text and settings.call_text == "drop":
         kinds.append("call_text_dropped")
         text = ""
+    if settings.bare_calls:
+        if thought:
+            kinds.append("call_reasoning_dropped")
+        return payload
     if text and not text.endswith("\n"):
         text += "\n"  # the calls start on a line of their own, as in the templates' own chats
     prose = thought + text
