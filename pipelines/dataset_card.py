@@ -138,15 +138,17 @@ def default_files(outputs: Iterable[str], parquet: bool) -> dict[str, dict[str, 
 
 
 def config_names(folders: Sequence[str]) -> dict[str, str]:
-    """Each job folder's config name: the folder itself, prefixed with `job-` (as often as
-    needed) when it is a merged config's name or taken."""
-    taken = {MERGED_CONFIG, MERGED_LF_CONFIG}
+    """Each job folder's config name: the folder itself, unless it is a merged config's name
+    (in any case); then `job-` + it, as often as needed to be no other config's name."""
+    merged = {MERGED_CONFIG, MERGED_LF_CONFIG}
+    taken = merged | {folder.lower() for folder in folders}
     names: dict[str, str] = {}
     for folder in folders:
         name = folder
-        while name.lower() in taken:
-            name = "job-" + name
-        taken.add(name.lower())
+        if name.lower() in merged:
+            while name.lower() in taken:
+                name = "job-" + name
+            taken.add(name.lower())
         names[folder] = name
     return names
 
