@@ -18,6 +18,7 @@ from pipelines.dataset_card import (
     CardInputs,
     JobData,
     config_names,
+    has_records,
 )
 
 __all__ = ["CARD_SHOWN_OPTIONS", "card_body", "reward_bins"]
@@ -132,7 +133,7 @@ def _loading(inputs: CardInputs) -> str:
         f"Configs (data files: {kind}): `{MERGED_CONFIG}` (default) holds the IM records of "
         f"every job (OpenAI-style `messages` and `tools`, scores and provenance), "
         f"`{MERGED_LF_CONFIG}` every job's LLaMA-Factory sharegpt examples, and one config "
-        "per job its IM records.\n\n"
+        "per job that wrote a record its IM records.\n\n"
         "```python\nfrom datasets import load_dataset\n\n"
         f'records = load_dataset("PATH_OR_REPO", "{MERGED_CONFIG}", split="train")\n'
         f'lf = load_dataset("PATH_OR_REPO", "{MERGED_LF_CONFIG}", split="train")\n```\n\n'
@@ -165,7 +166,7 @@ def _jobs_table(jobs: Sequence[JobData]) -> str:
         shown = job.folder if job.job == job.folder else f"{job.folder} ({job.job})"
         rows.append(
             [
-                names[job.folder],
+                names[job.folder] if has_records(job) else "—",
                 shown,
                 accounting.get("in", 0),
                 accounting.get("written", 0),

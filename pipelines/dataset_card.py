@@ -5,18 +5,20 @@ the job folders and name files relative to it:
 
 - `README.md` opens with the Hugging Face dataset-card YAML: `configs` (`all`: the IM
   records of every job, the default; `all-lf`: every job's LF examples; one config per job
-  folder with its IM records), each with its `data_files` by split (the Parquet files after
-  `--parquet`, else the JSON ones), `license`, `pretty_name`, `task_categories`, `tags`,
-  `size_categories`, and, for Parquet, `dataset_info`: the merged configs' features, from
-  the one Arrow schema the files are written with (no split sizes: `datasets` would then
-  require byte counts of its own Arrow form, which only it can compute).
-  `datasets.load_dataset(DIR, name)` and the Hub read it as it is. The body
-  (`pipelines/card_body.py`) says where the data came from and what was done to it.
+  folder that wrote a record, with its IM records), each with its `data_files` by split
+  (the Parquet files after `--parquet`, else the JSON ones; never a file of no record),
+  `license`, `pretty_name`, `task_categories`, `tags`, `size_categories`, and, for
+  Parquet, `dataset_info`: the merged configs' features, from the one Arrow schema the
+  files are written with (no split sizes: `datasets` would then require byte counts of its
+  own Arrow form, which only it can compute). `datasets.load_dataset(DIR, name)` and the
+  Hub read it as it is. The body (`pipelines/card_body.py`) says where the data came from
+  and what was done to it.
 - `dataset_info.json` registers every job for LLaMA-Factory (`dataset_dir: DIR`): one entry
-  per job (per shard), the entry shape of the job's own file with `file_name` relative to
-  DIR (the LF Parquet file when there is one: it loads with any `datasets` release), and,
-  after `--parquet`, `all`: the merged set, loaded through this card's `all-lf` config
-  (LLaMA-Factory's `script_url` is a folder handed to `datasets.load_dataset`).
+  per job (per shard) that holds a record, the entry shape of the job's own file with
+  `file_name` relative to DIR (the LF Parquet file when there is one: it loads with any
+  `datasets` release), and, after `--parquet`, `all`: the merged set, loaded through this
+  card's `all-lf` config (LLaMA-Factory's `script_url` is a folder handed to
+  `datasets.load_dataset`).
 
 JSON configs carry no features: the only way to type a JSON object column in a card is the
 `json` dtype, which `datasets` 4.x cannot read, and that would break the whole card there.
@@ -29,7 +31,7 @@ split count and LLaMA-Factory entry follows.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +55,7 @@ __all__ = [
     "default_files",
     "features_yaml",
     "front_matter",
+    "has_records",
     "merged_dataset_info",
 ]
 
@@ -71,6 +74,8 @@ _DATA_FILE = {
     ("im", True): re.compile(r"im(-\d{5}-of-\d{5})?\.parquet"),
     ("lf", True): re.compile(r"lf(-\d{5}-of-\d{5})?\.parquet"),
 }
+_SHARD = re.compile(r"-(\d{5})-of-\d{5}\.[a-z]+$")
+_EMPTY_BYTES = {"im": 0, "lf": len(b"[]\n")}  # what a job's writer leaves in a file of no record
 _SIZES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"))
 
 
@@ -127,14 +132,26 @@ class CardInputs:
     arrow_features: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
-def default_files(outputs: Iterable[str], parquet: bool) -> dict[str, dict[str, list[str]]]:
+def default_files(
+    files: Mapping[str, Mapping[str, Any]], parquet: bool
+) -> dict[str, dict[str, list[str]]]:
     """A job's data files by kind, all in `train`: its IM and LF files (shards too), the
-    Parquet ones when `parquet`, else the JSON ones."""
-    names = sorted(outputs)
-    return {
-        kind: {TRAIN: [n for n in names if _DATA_FILE[(kind, parquet)].fullmatch(n)]}
-        for kind in KINDS
-    }
+    Parquet ones when `parquet`, else the JSON ones; `files` is the job manifest's (name ->
+    `{"bytes", ...}`). A file with no record is left out (`datasets` and LLaMA-Factory refuse
+    a split with no row): its JSON twin, from which any Parquet file is made, is empty."""
+    names = sorted(files)
+    chosen: dict[str, dict[str, list[str]]] = {}
+    for kind in KINDS:
+        pattern = _DATA_FILE[(kind, parquet)]
+        kept = [n for n in names if pattern.fullmatch(n) and not _empty(files, kind, n)]
+        chosen[kind] = {TRAIN: kept}
+    return chosen
+
+
+def _empty(files: Mapping[str, Mapping[str, Any]], kind: str, name: str) -> bool:
+    twin = name.rsplit(".", 1)[0] + (".jsonl" if kind == "im" else ".json")
+    size = (files.get(twin) or {}).get("bytes")
+    return isinstance(size, int) and size <= _EMPTY_BYTES[kind]
 
 
 def config_names(folders: Sequence[str]) -> dict[str, str]:
@@ -172,7 +189,8 @@ def _config(name: str, paths: Mapping[str, list[str]], default: bool = False) ->
     config: dict[str, Any] = {"config_name": name}
     if default:
         config["default"] = True
-    config["data_files"] = [{"split": split, "path": files} for split, files in paths.items()]
+    splits = [{"split": split, "path": files} for split, files in paths.items() if files]
+    config["data_files"] = splits
     return config
 
 
@@ -190,7 +208,8 @@ def card_metadata(inputs: CardInputs) -> dict[str, Any]:
         _config(MERGED_LF_CONFIG, merged["lf"]),
         *(_config(names[job.folder], _paths(job, "im")) for job in jobs),
     ]
-    configs = [c for c in configs if any(e["path"] for e in c["data_files"])]
+    # No config without a row: `datasets` refuses it (a job that wrote nothing has none).
+    configs = [c for c in configs if c["data_files"]]
     records = _record_count(jobs)
     meta: dict[str, Any] = {
         "pretty_name": inputs.pretty_name or _default_title(len(jobs)),
@@ -210,6 +229,11 @@ def card_metadata(inputs: CardInputs) -> dict[str, Any]:
     if infos:
         meta["dataset_info"] = infos
     return meta
+
+
+def has_records(job: JobData) -> bool:
+    """Whether the job has a data file with an IM record in it (and so a config)."""
+    return any(job.files.get("im", {}).values())
 
 
 def _record_count(jobs: Sequence[JobData]) -> int:
@@ -249,18 +273,17 @@ def _lf_entry(inputs: CardInputs, file_name: str) -> dict[str, Any]:
 
 
 def merged_dataset_info(inputs: CardInputs) -> dict[str, dict[str, Any]]:
-    """LLaMA-Factory's `dataset_info.json` for the run folder: every job's LF files (named
-    as in the job's own file: `<job>`, `<job>_00000`, ...; `_<split>` after a split other
-    than train), and `all` (after `--parquet`) for every job at once."""
+    """LLaMA-Factory's `dataset_info.json` for the run folder: every job's LF files that hold
+    a record (named as in the job's own file: `<job>`, or `<job>_00000`, ... after the shard;
+    `<job>_<split>` for a split other than train), and `all` (after `--parquet`) for every
+    job at once."""
     info: dict[str, dict[str, Any]] = {}
     for job in sorted(inputs.jobs, key=lambda j: j.folder):
         for split, paths in _paths(job, "lf").items():
             name = job.job if split == TRAIN else f"{job.job}_{split}"
-            if len(paths) == 1:
-                info[name] = _lf_entry(inputs, paths[0])
-                continue
-            for shard, path in enumerate(paths):
-                info[f"{name}_{shard:05d}"] = _lf_entry(inputs, path)
+            for path in paths:
+                shard = _SHARD.search(path)
+                info[f"{name}_{shard[1]}" if shard else name] = _lf_entry(inputs, path)
     if inputs.parquet:
         merged = MERGED_CONFIG
         while merged in info:

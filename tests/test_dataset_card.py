@@ -24,6 +24,7 @@ from pipelines.dataset_card import (
     card_data_files,
     card_metadata,
     config_names,
+    default_files,
     features_yaml,
     merged_dataset_info,
 )
@@ -141,6 +142,8 @@ def test_a_json_run_points_its_configs_at_every_shard(json_out: Path) -> None:
     jobs = folders(json_out)
     expected = [f"{f}/im-{i:05d}-of-00002.jsonl" for f in jobs for i in range(2)]
     expected += [f"{f}/lf-{i:05d}-of-00002.json" for f in jobs for i in range(2)]
+    expected = [path for path in expected if (json_out / path).stat().st_size > 3]
+    assert len(expected) > len(jobs)  # sharded: most jobs have two files of each kind
     assert sorted(card_data_files(text)) == sorted(expected)
 
 
@@ -189,6 +192,9 @@ def test_the_merged_dataset_info_registers_every_job_and_llama_factory_loads_it(
     for job, folder in sorted(jobs.items()):
         own = orjson.loads((out / folder / "dataset_info.json").read_bytes())
         for name, entry in own.items():  # each job entry: same name, same shape, path from DIR
+            if (out / folder / entry["file_name"]).stat().st_size <= 3:  # `[]`: no record
+                assert name not in info
+                continue
             stem = entry["file_name"].rsplit(".", 1)[0]
             suffix = ".parquet" if which == "parquet" else ".json"
             file_name = f"{folder}/{stem}{suffix}"
@@ -310,3 +316,32 @@ def test_an_incremental_run_keeps_every_job_on_the_card(corpus: Path, tmp_path: 
     assert sorted(info) == [COMPOSED, synth.name]
     assert info[COMPOSED]["file_name"] == f"{COMPOSED}/lf.json"
     assert {"README.md", "dataset_info.json"} <= set(manifest["files"])
+
+
+def test_files_and_jobs_with_no_record_get_no_config_and_no_entry() -> None:
+    files = {
+        "im-00000-of-00002.jsonl": {"bytes": 900},
+        "im-00001-of-00002.jsonl": {"bytes": 0},
+        "lf-00000-of-00002.json": {"bytes": 700},
+        "lf-00001-of-00002.json": {"bytes": 3},
+        **{f"{k}-0000{i}-of-00002.parquet": {"bytes": 400} for k in ("im", "lf") for i in (0, 1)},
+        "lf.stats.json": {"bytes": 50},
+    }
+    chosen = default_files(files, parquet=True)
+    assert chosen == {
+        "im": {"train": ["im-00000-of-00002.parquet"]},
+        "lf": {"train": ["lf-00000-of-00002.parquet"]},
+    }
+    none = {"im": {"train": []}, "lf": {"train": []}}
+    manifest = {"counts": {"records.main": 2}, "accounting": {"in": 3, "written": 2}}
+    empty = {"counts": {}, "accounting": {"in": 1, "rejected": 1}}
+    jobs = [JobData("a", "a", manifest, chosen), JobData("idle", "idle", empty, none)]
+    inputs = CardInputs({}, jobs, {}, parquet=True)
+    meta = card_metadata(inputs)
+    assert [c["config_name"] for c in meta["configs"]] == ["all", "all-lf", "a"]
+    assert sorted(merged_dataset_info(inputs)) == ["a_00000", "all"]
+    assert [row[:2] for row in table(card_body(inputs, meta), "Jobs")] == [
+        ["a", "a"],
+        ["—", "idle"],
+    ]
+    assert "configs" not in card_metadata(CardInputs({}, jobs[1:], {}, parquet=True))
