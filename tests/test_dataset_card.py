@@ -316,6 +316,10 @@ def test_an_incremental_run_keeps_every_job_on_the_card(corpus: Path, tmp_path: 
     assert sorted(info) == [COMPOSED, synth.name]
     assert info[COMPOSED]["file_name"] == f"{COMPOSED}/lf.json"
     assert {"README.md", "dataset_info.json"} <= set(manifest["files"])
+    full = tmp_path / "full"  # the same jobs curated at once: the same card, byte for byte
+    assert run(jobs, full, "--skip-unchanged") == 0
+    for name in ("README.md", "dataset_info.json"):
+        assert (full / name).read_bytes() == (out / name).read_bytes()
 
 
 def test_files_and_jobs_with_no_record_get_no_config_and_no_entry() -> None:
