@@ -28,6 +28,7 @@ COMMANDS = {
     "diagnose": "pipelines.diagnose_command",
     "gate": "pipelines.gate_command",
     "compare": "pipelines.compare_command",
+    "publish": "pipelines.publish_command",
 }
 
 

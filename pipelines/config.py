@@ -22,6 +22,7 @@ from pipelines.chain_options import (
     options_by_name,
     read_limits,
 )
+from pipelines.dataset_card import CARD_OPTIONS
 from pipelines.diagnose_options import DIAGNOSE_HELP, DIAGNOSE_PROFILE, diagnose_settings
 from scorers.tqs_v2 import SCORE_KEYS
 from transforms.chain import ChainSettings
@@ -187,6 +188,7 @@ RUN_OPTIONS = options_by_name(
     ),
     FlagOption("diagnose", bool, False, DIAGNOSE_HELP),
     DIAGNOSE_PROFILE,
+    *CARD_OPTIONS,  # the run's dataset card: --license, --pretty-name
 )
 LLM_OPTIONS = options_by_name(
     Option(
@@ -316,6 +318,8 @@ class RunConfig:
     report: bool = _default("report")
     diagnose: bool = _default("diagnose")
     diagnose_profile: str | None = _default("diagnose_profile")
+    license: str = _default("license")
+    pretty_name: str | None = _default("pretty_name")
     progress: bool = True
     llm_judge: str | None = _default("llm_judge")
     llm_model: str = _default("llm_model")

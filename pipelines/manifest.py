@@ -8,7 +8,8 @@ kept — creates the empty files of a job that wrote nothing (so a job folder al
 full set), registers the LF files in
 `dataset_info.json`, checks that every bundle is accounted for (in = written + rejected +
 dead-lettered), and publishes each job's files into `--output` together, manifest last
-(`pipelines/output_folder.py`).
+(`pipelines/output_folder.py`); then the run's files, among them the dataset card and the
+merged `dataset_info.json` of every job (`pipelines/card_files.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import orjson
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.card_files import write_card_files
 from pipelines.config import RunConfig
 from pipelines.output_folder import OutputError, publish_job, publish_run_files, verify_outputs
 from pipelines.run_pipeline import RESHAPES_FILE, STATS_STATE_FILE
@@ -186,6 +188,7 @@ def finalize(
         "fidelity": fidelity_summary(totals),
         "beam_metrics": metrics or {},
     }
+    write_card_files(config, staging, run, {**kept, **jobs})  # README.md, dataset_info.json
     run = publish_run_files(config.output, staging, run)
     layout.delete([staging])
     return {"run": run, "jobs": jobs, "kept": kept}

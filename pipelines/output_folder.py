@@ -70,7 +70,14 @@ JOB_OUTPUT_PATTERNS = (
 )
 JOB_OUTPUT_FOLDERS = (".parts",)
 # ... and in DIR itself, beside the job folders.
-RUN_OUTPUT_PATTERNS = ("lf.stats.json", "llm_dry_run.json", MANIFEST, "*" + PARTIAL_SUFFIX)
+RUN_OUTPUT_PATTERNS = (
+    "lf.stats.json",
+    "llm_dry_run.json",
+    "README.md",  # the dataset card (pipelines/dataset_card.py)
+    "dataset_info.json",  # every job registered for LLaMA-Factory
+    MANIFEST,
+    "*" + PARTIAL_SUFFIX,
+)
 
 _RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
@@ -561,8 +568,8 @@ def publish_run_files(output: str, staging: str, manifest: dict[str, Any]) -> di
     """Publish the run-level files staged directly in `staging` into DIR, manifest.json last.
 
     Publish the jobs first (`publish_job`); job folders in DIR are left alone. Stale
-    run-level files of an earlier run (`lf.stats.json`, `llm_dry_run.json`, `*.partial`) are
-    removed. Returns the manifest written (with `files`).
+    run-level files of an earlier run (`lf.stats.json`, `llm_dry_run.json`, `README.md`,
+    `dataset_info.json`, `*.partial`) are removed. Returns the manifest written (with `files`).
     """
     return _publish(staging, output, manifest, RUN_OUTPUT_PATTERNS, ())
 

@@ -41,7 +41,15 @@ WINDOWS_RESERVED = frozenset(
 # What a run writes in DIR beside the job folders (files, the run log, `--report`'s folder):
 # a job may not take these names, in any case.
 RUN_LEVEL_NAMES = frozenset(
-    ["manifest.json", "lf.stats.json", "llm_dry_run.json", "runs.jsonl", "report"]
+    [
+        "manifest.json",
+        "lf.stats.json",
+        "llm_dry_run.json",
+        "runs.jsonl",
+        "report",
+        "readme.md",
+        "dataset_info.json",
+    ]
 )
 
 
