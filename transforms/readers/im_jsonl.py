@@ -27,6 +27,7 @@ from scorers.im import InvalidRecord, agent_type, validate_im_record
 from transforms.jsonl import LineError, is_blank, parse_line
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
+from transforms.readers.provenance import line_read
 from transforms.readers.source_files import json_type
 
 FORMAT = "im"
@@ -39,6 +40,7 @@ class _Group:
         self.records: list[dict[str, Any]] = []
         self.rejected: list[str] = []
         self.warnings = warnings or []
+        self.lines: dict[str, str] = {}  # the lines read, for provenance
 
 
 def read(
@@ -67,6 +69,7 @@ def read(
             group.rejected.append(f"{source}:{number}: {problem}")
         else:
             group.records.append(record)
+            group.lines.update(line_read(path, number, raw))
             valid += 1
         buffered += 1
         while buffered > max_buffered and groups:
@@ -128,6 +131,7 @@ def _bundle(group: _Group, source: str) -> Bundle:
         metadata=metadata,
         usage=(info.get("_usage") or {}) if main else {},
         warnings=group.warnings,
+        read_files=group.lines,
     )
 
 

@@ -335,6 +335,43 @@ USAGE = Field(
     rest="extra",
 )
 
+PROVENANCE = Field(
+    "provenance",
+    STRUCT,
+    False,
+    "where the record was read from, paths relative to the input root (README, Provenance)",
+    fields=(
+        _s("source", 'the read unit (a trial folder, a file); "" when not known'),
+        Field(
+            "files",
+            LIST,
+            False,
+            "every file the record was read from (a streamed corpus: its lines, `file#L12`)",
+            item=Field(
+                "file",
+                STRUCT,
+                False,
+                "one file",
+                fields=(
+                    _s("path", "the file"),
+                    _s("sha256", "SHA-256 of the bytes read, hex"),
+                ),
+            ),
+        ),
+    ),
+)
+
+TOKENS = Field(
+    "tokens",
+    STRUCT,
+    True,
+    "`--tokenizer`: the record's token counts (`--max-tokens` compares their sum); null without",
+    fields=(
+        _i("messages", "tokens of the messages' text, as lf.stats.json counts", nullable=False),
+        _i("tools", "tokens of the tool list as JSON text", nullable=False),
+    ),
+)
+
 _SPAN = (
     Field("started_at", TIMESTAMP, True, "phase start"),
     Field("finished_at", TIMESTAMP, True, "phase end"),
@@ -395,6 +432,8 @@ INSTANCE_METADATA = Field(
             "what the reader skipped",
             item=_s("warning", "one warning"),
         ),
+        PROVENANCE,
+        TOKENS,
         _extra(),
     ),
     rest="extra",
