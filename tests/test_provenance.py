@@ -123,9 +123,10 @@ def test_an_input_that_is_the_unit_is_named_by_its_name(shared_dir: Path, tmp_pa
     trial = shared_dir / "data" / "composed" / "jobs" / COMPOSED / "hello-world__69aUCrP"
     session = shared_dir / "data" / "real" / "native" / "openhands" / "basic.json"
     records = _main_records(_run(tmp_path, trial, session))
-    assert sorted(_provenance(r)["source"] for r in records) == ["basic.json", trial.name]
-    _check_against(trial.parent, [r for r in records if _provenance(r)["source"] == trial.name])
-    _check_against(session.parent, [r for r in records if _provenance(r)["source"] != trial.name])
+    named = f"{COMPOSED}/{trial.name}"  # a Harbor trial: always `<job folder>/<trial>`
+    assert sorted(_provenance(r)["source"] for r in records) == [named, "basic.json"]
+    _check_against(trial.parent.parent, [r for r in records if _provenance(r)["source"] == named])
+    _check_against(session.parent, [r for r in records if _provenance(r)["source"] != named])
 
 
 def test_im_read_back_keeps_where_its_records_were_read_from(

@@ -66,14 +66,15 @@ def open_unit(unit: ReadUnit, limits: ReadLimits) -> Iterator[Bundle | Drop]:
     try:
         if unit.url is not None:
             remote = dict(read_remote_trial(unit.url, unit.job, limits))
-            attach_provenance(remote, unit.root, unit.url)
+            attach_provenance(remote, unit.root, unit.url, trial=True)
             yield remote
             return
         for bundle in _reader(unit)(unit.path, limits):
             if unit.job and not bundle.get("job"):
                 bundle["job"] = unit.job
             opened = dict(bundle)
-            attach_provenance(opened, unit.root, str(unit.path))
+            trial = unit.format == "harbor" and unit.job is not None
+            attach_provenance(opened, unit.root, str(unit.path), trial=trial)
             yield opened
     except (ReaderError, OverBudget) as exc:
         yield Drop(REJECTED, reject_record(OPEN, where, str(exc)))

@@ -4,13 +4,16 @@
                  "files": [{"path": "<job>/<trial>/agent/trajectory.json",
                             "sha256": "<hex>"}, ...]}             # every file read, by path
 
-Every path is relative to the input root — the `--input` folder the unit was found in, or
-the folder of an `--input` that is itself the unit (a file, one trial folder) — in `/` form:
-never a machine's absolute path. `files` lists each file the reader read whole for the
-bundle (`TrialFiles.read_files`: hashed while it was read, so the hash is of the bytes the
-record was made from; a file only probed for its format is not in it). A record of a
-streamed JSON Lines corpus (IM, an OpenHands evaluation `output.jsonl`), whose file is read
-line by line, lists its lines instead: `corpus.jsonl#L12`, hashed without the line break.
+Every path is relative to the input root, in `/` form (never a machine's absolute path): for
+a Harbor trial the folder holding its job, so a trial is always `<job folder>/<trial>`
+whichever input it was found under (a folder of jobs, the job, the trial itself; and
+`--skip-unchanged` reads a changed job on its own); for any other input the `--input`
+folder the unit was found in, or the folder of an `--input` that is itself the unit.
+`files` lists each file the reader read whole for the bundle (`TrialFiles.read_files`:
+hashed while it was read, so the hash is of the bytes the record was made from; a file only
+probed for its format is not in it). A record of a streamed JSON Lines corpus (IM, an
+OpenHands evaluation `output.jsonl`), whose file is read line by line, lists its lines
+instead: `corpus.jsonl#L12`, hashed without the line break.
 An IM input record that already says where it was read from keeps its provenance, so an
 output read back as input gives the same records.
 """
@@ -84,14 +87,24 @@ def _known(value: Any) -> bool:
     return isinstance(value, Mapping) and bool(value.get("source") or value.get("files"))
 
 
-def attach_provenance(bundle: dict[str, Any], root: str | None, unit: str) -> None:
+def trial_base(trial: str) -> str:
+    """The input root of a Harbor trial: the folder (or prefix) holding its job."""
+    if _remote(trial):
+        return posixpath.dirname(posixpath.dirname(trial.rstrip("/")))
+    return os.path.dirname(os.path.dirname(os.path.abspath(trial)))
+
+
+def attach_provenance(
+    bundle: dict[str, Any], root: str | None, unit: str, *, trial: bool = False
+) -> None:
     """Move the bundle's `read_files` into its main record's `provenance` (module
-    docstring); `root` is the `--input` the unit `unit` (its path or URL) came from."""
+    docstring); `root` is the `--input` the unit `unit` (its path or URL) came from, `trial`
+    says the unit is one Harbor trial of a job."""
     read_files: Mapping[str, str] = bundle.pop("read_files", None) or {}
     metadata = _main_metadata(bundle)
     if metadata is None or _known(metadata.get(PROVENANCE)):
         return
-    base = input_base(root if root is not None else unit, unit)
+    base = trial_base(unit) if trial else input_base(root if root is not None else unit, unit)
     entries = ({"path": relative_to(p, base), "sha256": d} for p, d in read_files.items())
     files = sorted(entries, key=lambda entry: _line_order(entry["path"]))
     metadata[PROVENANCE] = {"source": relative_to(unit, base), "files": files}
