@@ -114,11 +114,10 @@ def _complete(folder: str, num_shards: int, parquet: bool = False) -> list[str]:
         "dead_letter.jsonl",
         SIDECAR,  # a job none of whose trials reached scoring: an empty sidecar
     ]
-    for name in names:
+    for name in names:  # an empty lf.json too is empty, not `[]` (`WriteShard`)
         path = f"{folder}/{name}"
         if not layout.exists(path):
-            empty = layout.json_array([]) if name.endswith(".json") else b""
-            layout.write_bytes(path, empty)
+            layout.write_bytes(path, b"")
     if not parquet:
         return names
     for name in parquet_names(num_shards):  # `--parquet`: a shard no record went to

@@ -131,8 +131,10 @@ class WriteShard(beam.DoFn):
                 layout.FileWriter(f"{folder}/{im_name}") as im,
                 layout.FileWriter(f"{folder}/{lf_name}") as lf,
             ):
-                lf.write(b"[")
-                separator = b"\n"
+                # An LF shard with no example is an empty file, as an empty IM shard is: `[]`
+                # would be a table without columns to `datasets`, which then refuses every
+                # later job's lf.json (README, Output schema).
+                opening = separator = b"[\n"
                 for key, path, offset, size, _ in ordered:
                     im_block, lf_block = parts.decode_part(reader.read(path, offset, size))
                     order = None if kept is None else kept[tuple(key)]
@@ -142,7 +144,8 @@ class WriteShard(beam.DoFn):
                     if lf_block:
                         lf.write(separator + lf_block.replace(b"\n", b",\n"))
                         separator = b",\n"
-                lf.write(b"]\n" if separator == b"\n" else b"\n]\n")
+                if separator != opening:
+                    lf.write(b"\n]\n")
         finally:
             reader.close()
         layout.delete(list(dict.fromkeys(ref[1] for ref in every)))
