@@ -29,6 +29,7 @@ from transforms.readers.confined import ReadLimits
 from transforms.redact import mask_url_credentials
 from transforms.selection import DEDUP_MODES, SelectionSettings
 from transforms.sinks.lf import KEEP_DROP, LfSettings
+from transforms.sinks.split import SplitSettings
 
 LF_DEFAULTS = LfSettings()
 
@@ -164,6 +165,29 @@ RUN_OPTIONS = options_by_name(
     ),
     FlagOption("diagnose", bool, False, DIAGNOSE_HELP),
     DIAGNOSE_PROFILE,
+    # A dataset to publish: a task-grouped validation split, a token cap (README, Split and
+    # tokens).
+    Option(
+        "val_fraction",
+        float,
+        0.0,
+        "share of tasks whose trials go to the validation files (im.val.jsonl, lf.val.json); "
+        "0 = no split",
+        low=0.0,
+        high=0.9,
+        metavar="F",
+    ),
+    Option("split_seed", int, 0, "seed of the task-grouped split", low=0, high=2**31 - 1),
+    Option(
+        "max_tokens",
+        int,
+        None,
+        "reject a trial any of whose records has more tokens (messages and tool list, by "
+        "--tokenizer) than this, instead of letting the trainer truncate it",
+        low=1,
+        high=10**9,
+        metavar="N",
+    ),
 )
 LLM_OPTIONS = options_by_name(
     Option(
@@ -277,6 +301,9 @@ class RunConfig:
     report: bool = _default("report")
     diagnose: bool = _default("diagnose")
     diagnose_profile: str | None = _default("diagnose_profile")
+    val_fraction: float = _default("val_fraction")
+    split_seed: int = _default("split_seed")
+    max_tokens: int | None = _default("max_tokens")
     progress: bool = True
     llm_judge: str | None = _default("llm_judge")
     llm_model: str = _default("llm_model")
@@ -314,6 +341,8 @@ class RunConfig:
         for name in _LF_MARKERS:
             if not getattr(self, name):
                 raise ConfigError(f"{_VALUED[name].flag}: a non-empty marker")
+        if self.max_tokens is not None and not self.tokenizer:
+            raise ConfigError("--max-tokens: give --tokenizer, the tokenizer that counts them")
 
     def lf_settings(self) -> LfSettings:
         """How the LF writer renders records (one object for the sink)."""
@@ -353,7 +382,17 @@ class RunConfig:
         """The chain of a run: it also builds each scored bundle's sidecar row."""
         values = asdict(self)
         diagnosis = diagnose_settings(values) if self.diagnose else None
-        return replace(chain_settings(values), sidecar=True, diagnose=diagnosis)
+        return replace(
+            chain_settings(values),
+            sidecar=True,
+            diagnose=diagnosis,
+            tokenizer=self.tokenizer,
+            max_tokens=self.max_tokens,
+        )
+
+    def split_settings(self) -> SplitSettings:
+        """`--val-fraction` / `--split-seed` (`transforms/sinks/split.py`)."""
+        return SplitSettings(self.val_fraction, self.split_seed)
 
     def selection_settings(self) -> SelectionSettings:
         """Per-job selection (`transforms/selection.py`)."""

@@ -158,7 +158,12 @@ def _write_outputs(
     DoFn several times while it builds, translates and runs the pipeline (fixed cost)."""
     selection = config.selection_settings()
     spill = SpillWithCandidates(
-        out, config.num_shards, config.lf_settings(), selection, config.tokenizer
+        out,
+        config.num_shards,
+        config.lf_settings(),
+        selection,
+        config.tokenizer,
+        config.split_settings(),
     )
     spilled = kept | "SpillBundles" >> beam.ParDo(spill).with_outputs(
         WRITTEN, DEAD_LETTER, CANDIDATES, main="refs"
@@ -176,7 +181,8 @@ def _write_outputs(
         writes.append(
             reshapes
             | "JobsWritten" >> beam.GroupByKey()
-            | "WriteParquet" >> beam.ParDo(WriteParquet(out, config.num_shards))
+            | "WriteParquet"
+            >> beam.ParDo(WriteParquet(out, config.num_shards, config.split_settings()))
         )
     writes.append(
         reshapes

@@ -34,6 +34,7 @@ from transforms.sinks.scores import (
     prior_row,
     settle_job,
 )
+from transforms.sinks.split import NO_SPLIT, SplitSettings
 from transforms.sinks.stats import ESTIMATE_METHOD, Stats, Tokenizer, tokenizer_method
 from transforms.stages import RunChain
 
@@ -70,8 +71,9 @@ class SpillWithCandidates(SpillBundle):
         lf: LfSettings,
         selection: SelectionSettings,
         tokenizer_path: str | None = None,
+        split: SplitSettings = NO_SPLIT,
     ) -> None:
-        super().__init__(output, num_shards, lf)
+        super().__init__(output, num_shards, lf, split)
         self.selection = selection
         self.tokenizer_path = tokenizer_path
         self._tokenizer: Tokenizer | None = None

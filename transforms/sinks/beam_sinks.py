@@ -24,6 +24,8 @@ from transforms.sinks import layout, parts
 from transforms.sinks.lf import DEFAULT_LF, LfSettings
 from transforms.sinks.records import bundle_payload
 from transforms.sinks.scores import kept_in_order, with_curriculum
+from transforms.sinks.split import NO_SPLIT, SplitSettings, bundle_split, slot_name, slot_of
+from transforms.sinks.split import written_counts as split_written
 
 WRITTEN = "written"
 WRITE_STAGE = "write"
@@ -54,10 +56,17 @@ class SpillBundle(beam.DoFn):
     read-only) fails the run rather than every bundle.
     """
 
-    def __init__(self, output: str, num_shards: int, lf: LfSettings = DEFAULT_LF) -> None:
+    def __init__(
+        self,
+        output: str,
+        num_shards: int,
+        lf: LfSettings = DEFAULT_LF,
+        split: SplitSettings = NO_SPLIT,
+    ) -> None:
         self.output = output
         self.num_shards = num_shards
         self.lf = lf
+        self.split = split  # `--val-fraction`: a validation bundle goes to its own slot
         self._spills: dict[tuple[str, int], parts.SpillFile] = {}
 
     def start_bundle(self) -> None:
@@ -71,6 +80,8 @@ class SpillBundle(beam.DoFn):
             return
         job = job_of(bundle)
         shard = shard_of(bundle["instance_id"], self.num_shards)
+        if self.split.active:
+            shard = slot_of(shard, bundle_split(bundle, self.split), self.num_shards)
         part = parts.encode_part(b"".join(payload["im_lines"]), b"\n".join(payload["lf_items"]))
         path, offset = self._spill(job, shard, payload["sort_key"], part)
         kinds = dict(Counter(payload["lf_reshapes"]))  # compact: refs are held until the end
@@ -123,8 +134,9 @@ class WriteShard(beam.DoFn):
         every = list(refs)
         ordered = kept_in_order(every, _sort_key, kept)
         folder = layout.job_dir(self.output, job)
-        im_name = layout.shard_name(layout.IM, shard, self.num_shards)
-        lf_name = layout.shard_name(layout.LF, shard, self.num_shards)
+        im_name = slot_name(layout.IM, shard, self.num_shards)  # a validation slot: im.val...
+        lf_name = slot_name(layout.LF, shard, self.num_shards)
+        records = 0
         reader = layout.read_parts()
         try:
             with (
@@ -141,6 +153,7 @@ class WriteShard(beam.DoFn):
                     if order is not None:
                         im_block, lf_block = with_curriculum(im_block, lf_block, order)
                     im.write(im_block)
+                    records += im_block.count(b"\n")
                     if lf_block:
                         lf.write(separator + lf_block.replace(b"\n", b",\n"))
                         separator = b",\n"
@@ -152,6 +165,7 @@ class WriteShard(beam.DoFn):
         reshapes: Counter[str] = Counter()
         for ref in ordered:
             reshapes.update(ref[4])
+        reshapes.update(split_written(shard, self.num_shards, len(ordered), records))
         yield job, dict(reshapes)
 
 
