@@ -50,7 +50,7 @@ lint: venv
 
 test: lint venv-datasets4
 	sh benchmarks/ensure_chromium.sh
-	TRAJCURATE_SHARED=$(SHARED) TRAJCURATE_DATASETS4_PYTHON=$(DATASETS4)/bin/python $(BIN)/pytest
+	TRAJCURATE_SHARED=$(SHARED) TRAJCURATE_DATASETS4_PYTHON=$(CURDIR)/$(DATASETS4)/bin/python $(BIN)/pytest
 
 bench: venv
 	$(BIN)/python benchmarks/bench_score.py --cases $(SHARED)/data/reference-scored/cases.jsonl
