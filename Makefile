@@ -7,9 +7,20 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := out/demo
 
-.PHONY: venv demo test lint bench bench-convert bench-pipeline bench-redact bench-report bench-diagnose bench-trial-files clean
+.PHONY: venv venv-datasets4 demo test lint bench bench-convert bench-pipeline bench-redact bench-report bench-diagnose bench-trial-files clean
 
 venv: $(STAMP)
+
+# The `datasets` release LLaMA-Factory pins, in a venv of its own: tests/test_datasets_compat.py
+# loads every job's lf.json with it (and with the latest, in .venv) without `features=`.
+DATASETS4 := .venv-datasets4
+DATASETS4_STAMP := $(DATASETS4)/.installed
+venv-datasets4: $(DATASETS4_STAMP)
+
+$(DATASETS4_STAMP):
+	test -x $(DATASETS4)/bin/python || $(PYTHON) -m venv $(DATASETS4)
+	$(DATASETS4)/bin/pip install --quiet 'datasets==4.0.0'
+	touch $@
 
 # Sources compiled in place by setup.py (mypyc, C): a change to one rebuilds them.
 NATIVE_SOURCES := setup.py scorers/im_check.py scorers/tqs_v2/_speedups.c \
@@ -37,9 +48,9 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint
+test: lint venv-datasets4
 	sh benchmarks/ensure_chromium.sh
-	TRAJCURATE_SHARED=$(SHARED) $(BIN)/pytest
+	TRAJCURATE_SHARED=$(SHARED) TRAJCURATE_DATASETS4_PYTHON=$(CURDIR)/$(DATASETS4)/bin/python $(BIN)/pytest
 
 bench: venv
 	$(BIN)/python benchmarks/bench_score.py --cases $(SHARED)/data/reference-scored/cases.jsonl
@@ -64,6 +75,6 @@ bench-diagnose: venv
 	$(BIN)/python benchmarks/bench_diagnose.py --cases $(SHARED)/data/reference-scored/cases.jsonl
 
 clean:
-	rm -rf out build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf out build .pytest_cache .mypy_cache .ruff_cache .hypothesis $(DATASETS4)
 	find scorers -name '*.so' -delete
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +

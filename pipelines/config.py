@@ -32,6 +32,7 @@ from transforms.selection import DEDUP_MODES, SelectionSettings
 from transforms.sinks.exports import FORMAT_CHOICES, formats_of
 from transforms.sinks.lf import KEEP_DROP, PARALLEL_CALLS, LfSettings
 from transforms.sinks.lf_templates import LF_TEMPLATES, LfTemplateError, template_settings
+from transforms.sinks.split import SplitSettings
 
 LF_DEFAULTS = LfSettings()
 
@@ -189,6 +190,29 @@ RUN_OPTIONS = options_by_name(
     FlagOption("diagnose", bool, False, DIAGNOSE_HELP),
     DIAGNOSE_PROFILE,
     *CARD_OPTIONS,  # the run's dataset card: --license, --pretty-name
+    # A dataset to publish: a task-grouped validation split, a token cap (README, Split and
+    # tokens).
+    Option(
+        "val_fraction",
+        float,
+        0.0,
+        "share of tasks whose trials go to the validation files (im.val.jsonl, lf.val.json); "
+        "0 = no split",
+        low=0.0,
+        high=0.9,
+        metavar="F",
+    ),
+    Option("split_seed", int, 0, "seed of the task-grouped split", low=0, high=2**31 - 1),
+    Option(
+        "max_tokens",
+        int,
+        None,
+        "reject a trial any of whose records has more tokens (messages and tool list, by "
+        "--tokenizer) than this, instead of letting the trainer truncate it",
+        low=1,
+        high=10**9,
+        metavar="N",
+    ),
 )
 LLM_OPTIONS = options_by_name(
     Option(
@@ -320,6 +344,9 @@ class RunConfig:
     diagnose_profile: str | None = _default("diagnose_profile")
     license: str = _default("license")
     pretty_name: str | None = _default("pretty_name")
+    val_fraction: float = _default("val_fraction")
+    split_seed: int = _default("split_seed")
+    max_tokens: int | None = _default("max_tokens")
     progress: bool = True
     llm_judge: str | None = _default("llm_judge")
     llm_model: str = _default("llm_model")
@@ -357,6 +384,8 @@ class RunConfig:
         for name in _LF_MARKERS:
             if getattr(self, name) == "":
                 raise ConfigError(f"{_VALUED[name].flag}: a non-empty marker")
+        if self.max_tokens is not None and not self.tokenizer:
+            raise ConfigError("--max-tokens: give --tokenizer, the tokenizer that counts them")
         self._fill_lf_options()
 
     def _fill_lf_options(self) -> None:
@@ -422,7 +451,17 @@ class RunConfig:
         """The chain of a run: it also builds each scored bundle's sidecar row."""
         values = asdict(self)
         diagnosis = diagnose_settings(values) if self.diagnose else None
-        return replace(chain_settings(values), sidecar=True, diagnose=diagnosis)
+        return replace(
+            chain_settings(values),
+            sidecar=True,
+            diagnose=diagnosis,
+            tokenizer=self.tokenizer,
+            max_tokens=self.max_tokens,
+        )
+
+    def split_settings(self) -> SplitSettings:
+        """`--val-fraction` / `--split-seed` (`transforms/sinks/split.py`)."""
+        return SplitSettings(self.val_fraction, self.split_seed)
 
     def selection_settings(self) -> SelectionSettings:
         """Per-job selection (`transforms/selection.py`)."""

@@ -34,7 +34,15 @@ from transforms.sinks.beam_stats import MergeStats
 from transforms.sinks.exports import export_names, export_section
 from transforms.sinks.lf import dataset_info, rendered_dataset_info_entry
 from transforms.sinks.names import COUNTS_PATTERN
-from transforms.sinks.parquet_sink import parquet_names, write_empty
+from transforms.sinks.parquet_sink import json_names, parquet_names, write_empty
+from transforms.sinks.split import (
+    NO_SPLIT,
+    TRAIN,
+    VALIDATION,
+    SplitSettings,
+    split_counts,
+    split_files,
+)
 from transforms.sinks.stats import Stats
 
 
@@ -109,28 +117,30 @@ def _pop_json(path: str) -> dict[str, Any]:
 
 
 def _complete(
-    folder: str, num_shards: int, parquet: bool = False, exports: tuple[str, ...] = ()
+    folder: str,
+    num_shards: int,
+    parquet: bool = False,
+    split: SplitSettings = NO_SPLIT,
+    exports: tuple[str, ...] = (),
 ) -> list[str]:
     """Create the files a job is owed but did not write; return every output file name."""
     names = [
-        *layout.shard_names(layout.IM, num_shards),
-        *layout.shard_names(layout.LF, num_shards),
-        *export_names(exports, num_shards),  # `--messages-format`
+        *json_names(num_shards, split),  # `--val-fraction`: the validation files too
+        *export_names(exports, num_shards, split),  # `--messages-format`
         "rejects.jsonl",
         "dead_letter.jsonl",
         SIDECAR,  # a job none of whose trials reached scoring: an empty sidecar
     ]
-    for name in names:
+    for name in names:  # an empty lf.json too is empty, not `[]` (`WriteShard`)
         path = f"{folder}/{name}"
         if not layout.exists(path):
-            empty = layout.json_array([]) if name.endswith(".json") else b""
-            layout.write_bytes(path, empty)
+            layout.write_bytes(path, b"")
     if not parquet:
         return names
-    for name in parquet_names(num_shards):  # `--parquet`: a shard no record went to
+    for name in parquet_names(num_shards, split):  # `--parquet`: a shard no record went to
         if not layout.exists(f"{folder}/{name}"):
             write_empty(folder, name)
-    return [*names, *parquet_names(num_shards)]
+    return [*names, *parquet_names(num_shards, split)]
 
 
 @dataclass(slots=True)
@@ -224,15 +234,19 @@ def _finish_job(
     counted = _pop_json(counts_file)
     job = counted["job"] if isinstance(counted.get("job"), str) else folder
     counts = counted.get("counts") or {}
+    split = config.split_settings()
     exports = config.export_formats()
-    reshapes, exported = export_section(
-        _pop_json(f"{staged}/{RESHAPES_FILE}"), exports, config.num_shards
-    )
+    reshapes, splits = split_counts(_pop_json(f"{staged}/{RESHAPES_FILE}"), split)
+    reshapes, exported = export_section(reshapes, exports, config.num_shards, split)
     stats_state = _pop_json(f"{staged}/{STATS_STATE_FILE}") or None
     layout.delete([f"{staged}/{layout.PARTS}"])
-    files = _complete(staged, config.num_shards, config.parquet, exports)
-    lf_files = layout.shard_names(layout.LF, config.num_shards)
-    _write_json(f"{staged}/dataset_info.json", _dataset_info(config, lf_files, job))
+    files = _complete(staged, config.num_shards, config.parquet, split, exports)
+    info = _dataset_info(config, split_files(layout.LF, config.num_shards, split, TRAIN), job)
+    if split.active:  # the validation files: their own LLaMA-Factory dataset, `<job>_val`
+        val_files = split_files(layout.LF, config.num_shards, split, VALIDATION)
+        info.update(_dataset_info(config, val_files, f"{job}_val"))
+    _write_json(f"{staged}/dataset_info.json", info)
+    extra = {"split": splits} if split.active else {}
     return job, {
         **common,
         "job": job,
@@ -242,6 +256,7 @@ def _finish_job(
         "fidelity": fidelity_summary(counts),
         "lf_reshapes": reshapes,
         **({"exports": exported} if exports else {}),
+        **extra,
         "outputs": sorted([*files, "dataset_info.json", "lf.stats.json"]),
         "stats_state": stats_state,
     }

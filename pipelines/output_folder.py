@@ -60,6 +60,19 @@ JOB_OUTPUT_PATTERNS = (
     "messages-*-of-*.jsonl",
     "openai.jsonl",  # --messages-format openai / both
     "openai-*-of-*.jsonl",
+    "messages.val.jsonl",  # with --val-fraction
+    "messages.val-*-of-*.jsonl",
+    "openai.val.jsonl",
+    "openai.val-*-of-*.jsonl",
+    # `--val-fraction`: the validation files
+    "im.val.jsonl",
+    "im.val-*-of-*.jsonl",
+    "lf.val.json",
+    "lf.val-*-of-*.json",
+    "im.val.parquet",
+    "im.val-*-of-*.parquet",
+    "lf.val.parquet",
+    "lf.val-*-of-*.parquet",
     "dataset_info.json",
     "lf.stats.json",
     "rejects.jsonl",

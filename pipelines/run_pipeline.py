@@ -159,7 +159,13 @@ def _write_outputs(
     selection = config.selection_settings()
     exports = config.export_formats()
     spill = SpillWithCandidates(
-        out, config.num_shards, config.lf_settings(), selection, config.tokenizer, exports
+        out,
+        config.num_shards,
+        config.lf_settings(),
+        selection,
+        config.tokenizer,
+        exports,
+        config.split_settings(),
     )
     spilled = kept | "SpillBundles" >> beam.ParDo(spill).with_outputs(
         WRITTEN, DEAD_LETTER, CANDIDATES, main="refs"
@@ -178,7 +184,8 @@ def _write_outputs(
         writes.append(
             reshapes
             | "JobsWritten" >> beam.GroupByKey()
-            | "WriteParquet" >> beam.ParDo(WriteParquet(out, config.num_shards))
+            | "WriteParquet"
+            >> beam.ParDo(WriteParquet(out, config.num_shards, config.split_settings()))
         )
     writes.append(
         reshapes

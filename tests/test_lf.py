@@ -178,14 +178,16 @@ def test_metadata_is_copied_from_unique_info_in_column_order() -> None:
         "_instance_metadata",
         "_curriculum",
     ]
-    # Copied through the one output schema (transforms/sinks/schema.py): typed structs with
-    # every key, open-ended metadata as JSON text, unknown usage keys in `_usage.extra`.
+    # Copied through the one output schema (transforms/sinks/schema.py): metadata as JSON
+    # text, scores and usage first conformed to their IM structs (every key; unknown usage
+    # keys in `_usage.extra`).
     assert example["_instance_id"] == "inst-1" and example["_agent_type"] == "main"
-    assert example["_score"]["composite_score"] == 0.5
-    assert set(example["_score"]) == {*SCORE_KEYS, "scaffold_source", "tqs_tools"}
-    assert example["_score"]["ped_score"] is None and example["_score"]["scaffold_source"] is None
+    score = json.loads(example["_score"])
+    assert score["composite_score"] == 0.5
+    assert set(score) == {*SCORE_KEYS, "scaffold_source", "tqs_tools"}
+    assert score["ped_score"] is None and score["scaffold_source"] is None
     assert example["_gen_params"] == '{"temperature":0}'
-    assert example["_usage"] == {
+    assert json.loads(example["_usage"]) == {
         "n_input_tokens": None,
         "n_cache_tokens": None,
         "n_output_tokens": None,
@@ -199,8 +201,9 @@ def test_missing_agent_type_means_main_and_missing_payloads_are_null() -> None:
     example, _ = to_lf_example(im([msg("user", "q"), msg("assistant", "a")]))
     assert example is not None
     assert example["_agent_type"] == "main"
-    assert example["_score"] is None and example["_instance_metadata"] is None
-    assert set(example["_usage"].values()) == {None}  # every usage key, typed null
+    # never a null column (README, Output schema): JSON text, `null` when there is none
+    assert example["_score"] == example["_instance_metadata"] == example["_curriculum"] == "null"
+    assert set(json.loads(example["_usage"]).values()) == {None}  # every usage key
     assert example["tools"] == "" and example["system"] == ""
 
 

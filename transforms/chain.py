@@ -164,6 +164,8 @@ class ChainSettings:
     trainable: str = "drop"
     system_prompt: str = "keep"  # `--system-prompt`: keep, drop, or the text to set
     max_record_bytes: int = 64 * 2**20  # `--max-record-mb`
+    tokenizer: str | None = None  # `--tokenizer`: each record's token counts (stage `tokens`)
+    max_tokens: int | None = None  # `--max-tokens`: a bundle over it is rejected (`max_tokens`)
 
 
 def stages_before_judge(settings: ChainSettings) -> list[Stage]:
@@ -198,6 +200,13 @@ def stages_before_judge(settings: ChainSettings) -> list[Stage]:
     else:
         stages.append(Stage(TRAINABLE, check=steps.trainable_problem))
     stages.append(Stage("clean", transform=steps.clean_bundle))
+    if settings.tokenizer:  # on the text as written
+        from transforms.tokens import MAX_TOKENS_STAGE, TOKENS_STAGE, count_tokens, over_max
+
+        stages.append(Stage(TOKENS_STAGE, transform=partial(count_tokens, path=settings.tokenizer)))
+        if settings.max_tokens is not None:
+            over = partial(over_max, max_tokens=settings.max_tokens)
+            stages.append(Stage(MAX_TOKENS_STAGE, check=over))
     stages.append(Stage("gate", check=partial(steps.gate_problem, settings=gate)))
     return stages
 

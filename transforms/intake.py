@@ -7,6 +7,7 @@ reason), a crash a dead letter; every drop carries the job of the trial it came 
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections.abc import Iterator
 from functools import partial
@@ -26,6 +27,7 @@ from transforms.readers.bundle import ReaderError
 from transforms.readers.confined import OverBudget, ReadLimits
 from transforms.readers.discover import ReadUnit, discover_trials
 from transforms.readers.harbor import read_trial_unit
+from transforms.readers.provenance import attach_provenance
 from transforms.readers.registry import Reader, reader_for
 from transforms.readers.remote import is_remote, iter_remote_units, read_remote_trial
 
@@ -47,7 +49,7 @@ def detect_units(
         )
         for unit in units:
             if unit.format is not None:
-                yield unit
+                yield dataclasses.replace(unit, root=path)
                 continue
             where = {"job": unit.job, "source": unit.url or str(unit.path)}
             yield Drop(REJECTED, reject_record(DETECT, where, unit.refusal or "unsupported"))
@@ -63,12 +65,17 @@ def open_unit(unit: ReadUnit, limits: ReadLimits) -> Iterator[Bundle | Drop]:
     where = {"job": unit.job, "source": unit.url or str(unit.path), "format": unit.format}
     try:
         if unit.url is not None:
-            yield dict(read_remote_trial(unit.url, unit.job, limits))
+            remote = dict(read_remote_trial(unit.url, unit.job, limits))
+            attach_provenance(remote, unit.root, unit.url, trial=True)
+            yield remote
             return
         for bundle in _reader(unit)(unit.path, limits):
             if unit.job and not bundle.get("job"):
                 bundle["job"] = unit.job
-            yield dict(bundle)
+            opened = dict(bundle)
+            trial = unit.format == "harbor" and unit.job is not None
+            attach_provenance(opened, unit.root, str(unit.path), trial=trial)
+            yield opened
     except (ReaderError, OverBudget) as exc:
         yield Drop(REJECTED, reject_record(OPEN, where, str(exc)))
     except Exception as exc:  # a reader bug costs this unit, not the run

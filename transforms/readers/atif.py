@@ -113,6 +113,7 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
         metadata=main["_instance_metadata"],
         usage=main["_usage"],
         warnings=warnings,
+        read_files=files.read_files,
     )
 
 

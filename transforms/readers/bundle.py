@@ -13,6 +13,7 @@ A bundle is a plain dict (cheap to pickle between Beam stages):
       "usage": dict,                 # tokens / cost, `_usage` of the main record
       "warnings": [str],             # e.g. a missing subagent file
       "records": [IM record, ...],   # main record first, then subagents
+      "read_files": {str: str},      # file read -> its SHA-256 (`readers/provenance.py`)
     }
 """
 
@@ -35,6 +36,7 @@ class Bundle(TypedDict):
     usage: dict[str, Any]
     warnings: list[str]
     records: list[dict[str, Any]]
+    read_files: dict[str, str]
 
 
 class ReaderError(Exception):
@@ -53,10 +55,14 @@ def new_bundle(
     metadata: dict[str, Any] | None = None,
     usage: dict[str, Any] | None = None,
     warnings: list[str] | None = None,
+    read_files: Mapping[str, str] | None = None,
 ) -> Bundle:
     """A bundle; its warnings are also put on the main record (`_instance_metadata.warnings`),
     so that what a reader skipped or could not follow travels with the data it concerns.
-    Tool calls without a name (a log the reader could not fully follow) are always warned."""
+    Tool calls without a name (a log the reader could not fully follow) are always warned.
+    `read_files` (a `TrialFiles.read_files`: every file read for the bundle -> its SHA-256)
+    becomes the main record's `_instance_metadata.provenance` when the bundle is opened
+    (`transforms/readers/provenance.py`, where the input root is known)."""
     warnings = [*(warnings or []), *_nameless_call_warnings(records)]
     note_warnings(records, warnings)
     return Bundle(
@@ -70,6 +76,7 @@ def new_bundle(
         usage=usage or {},
         warnings=warnings or [],
         records=records,
+        read_files=dict(read_files or {}),
     )
 
 

@@ -99,7 +99,13 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     events = [*session, *(e for chunk in _by_first_timestamp(subagents) for e in chunk)]
     records, more = session_records(events, instance_id, {}, metadata, {})
     bundle = new_bundle(
-        instance_id, str(path), FORMAT, records, metadata=metadata, warnings=warnings + more
+        instance_id,
+        str(path),
+        FORMAT,
+        records,
+        metadata=metadata,
+        warnings=warnings + more,
+        read_files=files.read_files,
     )
     main = main_record(bundle)
     bundle["usage"] = main["meta_info"]["unique_info"]["_usage"] if main else {}

@@ -100,7 +100,8 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     """One bundle per rollout file."""
     path = Path(path)
     warnings: list[str] = []
-    rollout = _load(TrialFiles.for_input(path, limits), path, warnings)
+    files = TrialFiles.for_input(path, limits)
+    rollout = _load(files, path, warnings)
     instance_id = standalone_instance_id(path)
     record = _record(rollout, instance_id, {}, {"source_file": str(path)}, {}, None, warnings)
     yield new_bundle(
@@ -111,6 +112,7 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
         metadata=record["meta_info"]["unique_info"]["_instance_metadata"],
         usage=record["meta_info"]["unique_info"]["_usage"],
         warnings=warnings,
+        read_files=files.read_files,
     )
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import codecs
 import errno
 import fnmatch
+import hashlib
 import os
 import stat
 import time
@@ -257,6 +258,10 @@ class TrialFiles:
         self.warnings: list[str] = []
         self._listings: dict[tuple[str, int], tuple[str, ...]] = {}  # (folder, mtime) -> names
         self._memo: dict[Hashable, object] = {}
+        # Every file read whole (`read_bytes`, `iter_lines` to its end): its path below the
+        # root as given (never the real path) -> SHA-256 of its bytes, hashed while read
+        # (a bundle's `provenance`; `head` probes and streamed corpora are not in it).
+        self.read_files: dict[str, str] = {}
         # An input folder or a job is listed, not read as one trial: no budget there.
         self._budget = None if scope in _UNBUDGETED else _Budget(limits)
 
@@ -399,6 +404,9 @@ class TrialFiles:
             self._memo[key] = compute()
         return cast(_T, self._memo[key])
 
+    def _note_read(self, path: str | os.PathLike[str], digest: str) -> None:
+        self.read_files[os.path.join(self.root, self.shown(path))] = digest
+
     def _spend(self, path: str | os.PathLike[str] | None = None, size: int = 0) -> None:
         if self._budget is not None:
             self._budget.spend(None if path is None else os.fspath(path), size)
@@ -418,7 +426,9 @@ class TrialFiles:
         if total >= limit:
             raise self._over_cap(path, total, grew=True)
         self._spend(size=total)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        self._note_read(path, hashlib.sha256(data).hexdigest())
+        return data
 
     def read_text(self, path: str | os.PathLike[str]) -> str:
         """The file as text (see `decode_text`)."""
@@ -461,14 +471,18 @@ class TrialFiles:
                 return
             handle.seek(0)
             total = 0
+            hashed = None if per_line_cap else _Hashed(handle)
+            source = handle if hashed is None else cast(IO[bytes], hashed)
             try:
-                for number, line in iter_handle_lines(handle, max_line_bytes=cap):
+                for number, line in iter_handle_lines(source, max_line_bytes=cap):
                     if not per_line_cap:  # a streamed corpus is no trial: no budget
                         self._spend(size=len(line) + 1)
                         total += len(line) + 1
                         if total > cap + 1:
                             raise self._over_cap(path, total, grew=True)
                     yield number, line
+                if hashed is not None:  # read to its end: the whole file was hashed
+                    self._note_read(path, hashed.digest.hexdigest())
             except LineTooLong as exc:
                 shown = self.shown(path)
                 raise ReaderError(
@@ -559,6 +573,24 @@ class TrialFiles:
                 elif fnmatch.fnmatchcase(child.name, pattern) and self.is_file(child):
                     found.append(child)
         return sorted(found)
+
+
+class _Hashed:
+    """A binary file read by lines whose bytes are hashed (SHA-256) as they are read."""
+
+    __slots__ = ("digest", "handle")
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle = handle
+        self.digest = hashlib.sha256()
+
+    def readline(self, size: int = -1) -> bytes:
+        line = self.handle.readline(size)
+        self.digest.update(line)
+        return line
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.readline, b"")
 
 
 def _os_error(exc: OSError, shown: str) -> ReaderError:

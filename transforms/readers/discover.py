@@ -40,7 +40,8 @@ class ReadUnit:
     """One input for one reader; `refusal` is set (and `format` None) when none fits.
 
     `job` is the Harbor job name (raw, from the job's config.json, else its folder name) of
-    a trial unit; None for other units.
+    a trial unit; None for other units. `root` is the input path the unit was found under
+    (set by `intake.detect_units`: provenance paths are relative to it).
     """
 
     path: Path
@@ -48,6 +49,7 @@ class ReadUnit:
     refusal: str | None = None
     job: str | None = None
     url: str | None = None  # a trial on an object store (`readers/remote.py`); `path` is its name
+    root: str | None = None
 
 
 _GLOB_CHARS = frozenset("*?[")

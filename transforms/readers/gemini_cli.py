@@ -95,6 +95,7 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
         metadata=info["_instance_metadata"],
         usage=info["_usage"],
         warnings=[*warnings, *files.take_warnings()],
+        read_files=files.read_files,
     )
 
 

@@ -120,6 +120,7 @@ def read_trial(
         metadata=metadata,
         usage=usage,
         warnings=warnings,
+        read_files=files.read_files,
     )
 
 

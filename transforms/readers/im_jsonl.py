@@ -28,6 +28,7 @@ from transforms.jsonl import LineError, is_blank, parse_line
 from transforms.readers.bundle import Bundle, ReaderError, new_bundle
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
 from transforms.readers.im_builder import with_utc_timestamps
+from transforms.readers.provenance import line_read
 from transforms.readers.source_files import json_type
 
 FORMAT = "im"
@@ -40,6 +41,7 @@ class _Group:
         self.records: list[dict[str, Any]] = []
         self.rejected: list[str] = []
         self.warnings = warnings or []
+        self.lines: dict[str, str] = {}  # the lines read, for provenance
 
 
 def read(
@@ -68,6 +70,7 @@ def read(
             group.rejected.append(f"{source}:{number}: {problem}")
         else:
             group.records.append(record)
+            group.lines.update(line_read(path, number, raw))
             valid += 1
         buffered += 1
         while buffered > max_buffered and groups:
@@ -132,6 +135,7 @@ def _bundle(group: _Group, source: str) -> Bundle:
         metadata=metadata,
         usage=(info.get("_usage") or {}) if main else {},
         warnings=group.warnings,
+        read_files=group.lines,
     )
 
 

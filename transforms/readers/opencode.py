@@ -67,7 +67,8 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     """One bundle per `opencode.txt` file (one session)."""
     path = Path(path)
     warnings: list[str] = []
-    run = _Run(_events(TrialFiles.for_input(path, limits), path, warnings), None, path.name)
+    files = TrialFiles.for_input(path, limits)
+    run = _Run(_events(files, path, warnings), None, path.name)
     instance_id = standalone_instance_id(path)  # the session id is data: kept as metadata
     metadata = {"source_file": str(path), "opencode_session_id": run.session_id}
     record = run.record(instance_id, {}, metadata, {})
@@ -79,6 +80,7 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
         metadata=metadata,
         usage=record["meta_info"]["unique_info"]["_usage"],
         warnings=warnings + run.warnings,
+        read_files=files.read_files,
     )
 
 

@@ -85,7 +85,8 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     if path.is_dir():
         yield _read_events_folder(path, limits)
         return
-    data = load_json(TrialFiles.for_input(path, limits), path)
+    files = TrialFiles.for_input(path, limits)
+    data = load_json(files, path)
     if not isinstance(data, list):
         raise ReaderError(
             f"expected a JSON array of OpenHands events, got a JSON {json_type(data)}"
@@ -103,6 +104,7 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
         metadata=metadata,
         usage=record["meta_info"]["unique_info"]["_usage"],
         warnings=warnings,
+        read_files=files.read_files,
     )
 
 
@@ -131,6 +133,7 @@ def _read_events_folder(folder: Path, limits: ReadLimits) -> Bundle:
         metadata=metadata,
         usage=record["meta_info"]["unique_info"]["_usage"],
         warnings=warnings,
+        read_files=files.read_files,
     )
 
 

@@ -39,6 +39,7 @@ from transforms.readers.openhands import (
     conversation_record,
     event_objects,
 )
+from transforms.readers.provenance import line_read
 from transforms.readers.source_files import as_dict, json_type
 
 FORMAT = "openhands-eval"
@@ -93,9 +94,11 @@ def _line_bundle(path: Path, number: int, raw: bytes, seen: Counter[str]) -> Bun
             f"this one is {instance_id!r}"
         )
     try:
-        return _instance_bundle(path, number, value, instance_id, warnings)
+        bundle = _instance_bundle(path, number, value, instance_id, warnings)
     except ReaderError as exc:
         return _broken(path, instance_id, f"line {number} ({base_id}): {exc}", warnings)
+    bundle["read_files"] = line_read(path, number, raw)  # the line read, for provenance
+    return bundle
 
 
 def _broken(path: Path, instance_id: str, reason: str, warnings: list[str] | None = None) -> Bundle:

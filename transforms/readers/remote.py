@@ -217,6 +217,7 @@ def read_remote_trial(url: str, job: str | None, limits: ReadLimits = DEFAULT_LI
     with LocalCopy(url, limits) as copy:
         bundle = read_trial(copy.path, job, limits)
         bundle["source"] = copy.url
+        bundle["read_files"] = {copy.shown(p): d for p, d in bundle["read_files"].items()}
         bundle["warnings"] = [copy.shown(w) for w in [*bundle["warnings"], *copy.warnings]]
         for record in bundle["records"][:1]:
             metadata = record["meta_info"]["unique_info"].get("_instance_metadata")

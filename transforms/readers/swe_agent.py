@@ -278,6 +278,7 @@ def _bundle(
         metadata=metadata,
         usage=usage,
         warnings=files.take_warnings(),
+        read_files=files.read_files,
     )
 
 

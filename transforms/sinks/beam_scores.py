@@ -34,6 +34,7 @@ from transforms.sinks.scores import (
     prior_row,
     settle_job,
 )
+from transforms.sinks.split import NO_SPLIT, SplitSettings
 from transforms.sinks.stats import ESTIMATE_METHOD, Stats, Tokenizer, tokenizer_method
 from transforms.stages import RunChain
 
@@ -71,8 +72,9 @@ class SpillWithCandidates(SpillBundle):
         selection: SelectionSettings,
         tokenizer_path: str | None = None,
         exports: Sequence[str] = (),
+        split: SplitSettings = NO_SPLIT,
     ) -> None:
-        super().__init__(output, num_shards, lf, exports)
+        super().__init__(output, num_shards, lf, exports, split)
         self.selection = selection
         self.tokenizer_path = tokenizer_path
         self._tokenizer: Tokenizer | None = None

@@ -26,6 +26,8 @@ from transforms.sinks.exports import shard_file
 from transforms.sinks.lf import DEFAULT_LF, LfSettings
 from transforms.sinks.records import bundle_payload
 from transforms.sinks.scores import kept_in_order, with_curriculum
+from transforms.sinks.split import NO_SPLIT, SplitSettings, bundle_split, slot_name, slot_of
+from transforms.sinks.split import written_counts as split_written
 
 WRITTEN = "written"
 WRITE_STAGE = "write"
@@ -63,11 +65,13 @@ class SpillBundle(beam.DoFn):
         num_shards: int,
         lf: LfSettings = DEFAULT_LF,
         exports: Sequence[str] = (),
+        split: SplitSettings = NO_SPLIT,
     ) -> None:
         self.output = output
         self.num_shards = num_shards
         self.lf = lf
         self.exports = tuple(exports)
+        self.split = split  # `--val-fraction`: a validation bundle goes to its own slot
         self._spills: dict[tuple[str, int], parts.SpillFile] = {}
 
     def start_bundle(self) -> None:
@@ -81,6 +85,8 @@ class SpillBundle(beam.DoFn):
             return
         job = job_of(bundle)
         shard = shard_of(bundle["instance_id"], self.num_shards)
+        if self.split.active:
+            shard = slot_of(shard, bundle_split(bundle, self.split), self.num_shards)
         blocks = [b"".join(payload["im_lines"]), b"\n".join(payload["lf_items"])]
         part = parts.encode_blocks([*blocks, *payload["export_lines"]])
         path, offset = self._spill(job, shard, payload["sort_key"], part)
@@ -136,30 +142,35 @@ class WriteShard(beam.DoFn):
         kept = None if verdicts is None else verdicts.get(job, {})
         every = list(refs)
         ordered = kept_in_order(every, _sort_key, kept)
-        self._write_files(layout.job_dir(self.output, job), shard, ordered, kept)
+        records = self._write_files(layout.job_dir(self.output, job), shard, ordered, kept)
         layout.delete(list(dict.fromkeys(ref[1] for ref in every)))
         reshapes: Counter[str] = Counter()
         for ref in ordered:
             reshapes.update(ref[4])
+        reshapes.update(split_written(shard, self.num_shards, len(ordered), records))
         yield job, dict(reshapes)
 
     def _write_files(
-        self, folder: str, shard: int, ordered: list[Any], kept: dict[Any, Any] | None
-    ) -> None:
-        """The shard's files, each part's blocks appended to theirs in `ordered` order."""
+        self, folder: str, slot: int, ordered: list[Any], kept: dict[Any, Any] | None
+    ) -> int:
+        """The slot's files (a validation slot: `im.val...`), each part's blocks appended to
+        theirs in `ordered` order; the IM records written."""
         names = [
-            layout.shard_name(layout.IM, shard, self.num_shards),
-            layout.shard_name(layout.LF, shard, self.num_shards),
-            *(shard_file(fmt, shard, self.num_shards) for fmt in self.exports),
+            slot_name(layout.IM, slot, self.num_shards),
+            slot_name(layout.LF, slot, self.num_shards),
+            *(shard_file(fmt, slot, self.num_shards) for fmt in self.exports),
         ]
+        records = 0
         reader = layout.read_parts()
         try:
             with ExitStack() as files:
                 im, lf, *exported = [
                     files.enter_context(layout.FileWriter(f"{folder}/{name}")) for name in names
                 ]
-                lf.write(b"[")
-                separator = b"\n"
+                # An LF shard with no example is an empty file, as an empty IM shard is: `[]`
+                # would be a table without columns to `datasets`, which then refuses every
+                # later job's lf.json (README, Output schema).
+                opening = separator = b"[\n"
                 for key, path, offset, size, _ in ordered:
                     data = reader.read(path, offset, size)
                     im_block, lf_block, *export_blocks = parts.decode_blocks(data, len(names))
@@ -167,14 +178,17 @@ class WriteShard(beam.DoFn):
                     if order is not None:
                         im_block, lf_block = with_curriculum(im_block, lf_block, order)
                     im.write(im_block)
+                    records += im_block.count(b"\n")
                     if lf_block:
                         lf.write(separator + lf_block.replace(b"\n", b",\n"))
                         separator = b",\n"
                     for writer, block in zip(exported, export_blocks, strict=True):
                         writer.write(block)
-                lf.write(b"]\n" if separator == b"\n" else b"\n]\n")
+                if separator != opening:
+                    lf.write(b"\n]\n")
         finally:
             reader.close()
+        return records
 
 
 class WriteJobLines(beam.DoFn):

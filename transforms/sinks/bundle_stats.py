@@ -10,6 +10,18 @@ from transforms.bundle_steps import TALLIES
 from transforms.sinks.stats import Stats, Tokenizer, token_count
 
 
+def _tokens(record: Mapping[str, Any], tokenizer: Tokenizer | None) -> int:
+    """The record's message tokens: as stage `tokens` counted them (`--tokenizer`: counted
+    once), else counted here."""
+    metadata = record["meta_info"]["unique_info"].get("_instance_metadata")
+    counts = metadata.get("tokens") if isinstance(metadata, Mapping) else None
+    if tokenizer is not None and isinstance(counts, Mapping):
+        messages = counts.get("messages")
+        if isinstance(messages, int) and not isinstance(messages, bool):
+            return messages
+    return token_count(record, tokenizer)
+
+
 def add_bundle(stats: Stats, bundle: Mapping[str, Any], tokenizer: Tokenizer | None) -> Stats:
     """Every record of `bundle` (with its tool-call counts; a subagent without a scaffold of
     its own counts under the main record's), then the bundle's stage tallies."""
@@ -21,5 +33,5 @@ def add_bundle(stats: Stats, bundle: Mapping[str, Any], tokenizer: Tokenizer | N
     for record, (calls, errors) in zip(records, counts, strict=True):
         score = record["meta_info"]["unique_info"].get("_score")
         scaffold = (score or {}).get("scaffold") or main_scaffold
-        stats.add(record, score, calls, errors, scaffold, token_count(record, tokenizer))
+        stats.add(record, score, calls, errors, scaffold, _tokens(record, tokenizer))
     return stats.add_tallies(bundle.get(TALLIES) or {})

@@ -34,6 +34,15 @@ from typing import Any
 
 import orjson
 
+from transforms.sinks.split import (
+    NO_SPLIT,
+    TRAIN,
+    VALIDATION,
+    SplitSettings,
+    slot_name,
+    split_files,
+)
+
 __all__ = [
     "FORMAT_CHOICES",
     "OPENAI",
@@ -73,18 +82,22 @@ def formats_of(choice: str) -> tuple[str, ...]:
     return {"none": (), TRL: (TRL,), OPENAI: (OPENAI,), "both": (TRL, OPENAI)}[choice]
 
 
-def shard_file(fmt: str, shard: int, num_shards: int) -> str:
-    """`messages.jsonl` / `openai.jsonl`, or `messages-00000-of-00004.jsonl` when sharded."""
-    kind = FILE_KINDS[fmt]
-    if num_shards <= 0:
-        return f"{kind}.jsonl"
-    return f"{kind}-{shard:05d}-of-{num_shards:05d}.jsonl"
+def shard_file(fmt: str, slot: int, num_shards: int) -> str:
+    """`messages.jsonl` / `openai.jsonl`, `messages-00000-of-00004.jsonl` when sharded, and
+    `messages.val.jsonl` ... for a validation slot (`--val-fraction`)."""
+    return slot_name(FILE_KINDS[fmt], slot, num_shards, ".jsonl")
 
 
-def export_names(formats: Sequence[str], num_shards: int) -> list[str]:
-    """Every export file a job is owed."""
-    shards = range(max(num_shards, 1))
-    return [shard_file(fmt, shard, num_shards) for fmt in formats for shard in shards]
+def export_names(
+    formats: Sequence[str], num_shards: int, split: SplitSettings = NO_SPLIT
+) -> list[str]:
+    """Every export file a job is owed (per split with `--val-fraction`)."""
+    return [
+        name
+        for fmt in formats
+        for part in (TRAIN, VALIDATION)
+        for name in split_files(FILE_KINDS[fmt], num_shards, split, part, ".jsonl")
+    ]
 
 
 # --- TRL ------------------------------------------------------------------------------------
@@ -359,7 +372,10 @@ def export_lines(
 
 
 def export_section(
-    counts: Mapping[str, int], formats: Sequence[str], num_shards: int
+    counts: Mapping[str, int],
+    formats: Sequence[str],
+    num_shards: int,
+    split: SplitSettings = NO_SPLIT,
 ) -> tuple[dict[str, int], dict[str, Any]]:
     """Split a job's summed counts: (the others, the manifest's `exports` section — per
     format its files, lines written, records left out by reason, and its own counts)."""
@@ -370,7 +386,7 @@ def export_section(
         own = {k[len(prefix) :]: v for k, v in counts.items() if k.startswith(prefix)}
         left_out = {k[len(LEFT_OUT) :]: v for k, v in own.items() if k.startswith(LEFT_OUT)}
         entry: dict[str, Any] = {
-            "files": [shard_file(fmt, s, num_shards) for s in range(max(num_shards, 1))],
+            "files": export_names([fmt], num_shards, split),
             WRITTEN: own.get(WRITTEN, 0),
             "left_out": dict(sorted(left_out.items())),
         }

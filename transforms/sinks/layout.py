@@ -162,12 +162,5 @@ def write_bytes_once(path: str, data: bytes) -> None:
         handle.close()
 
 
-def json_array(items: list[bytes]) -> bytes:
-    """A JSON array with one item a line (readable, diffable, loadable as one document)."""
-    if not items:
-        return b"[]\n"
-    return b"[\n" + b",\n".join(items) + b"\n]\n"
-
-
 def basename(path: str) -> str:
     return posixpath.basename(path.rstrip("/"))

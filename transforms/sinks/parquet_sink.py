@@ -21,6 +21,7 @@ import orjson
 
 from transforms.sinks import layout
 from transforms.sinks.schema import arrow_schema, arrow_table
+from transforms.sinks.split import NO_SPLIT, TRAIN, VALIDATION, SplitSettings, split_files
 
 __all__ = [
     "PARQUET_SUFFIX",
@@ -35,13 +36,20 @@ PARQUET_SUFFIX = ".parquet"
 ROWS_PER_GROUP = 1_000
 
 
-def parquet_names(num_shards: int) -> list[str]:
-    """The Parquet files of a job: `im.parquet`, `lf.parquet`, or one per shard."""
+def json_names(num_shards: int, split: SplitSettings = NO_SPLIT) -> list[str]:
+    """The IM and LF files of a job: one per shard, and per split (`--val-fraction`)."""
     return [
-        layout.shard_name(kind, shard, num_shards, suffix=PARQUET_SUFFIX)
+        name
         for kind in (layout.IM, layout.LF)
-        for shard in range(max(num_shards, 1))
+        for part in (TRAIN, VALIDATION)
+        for name in split_files(kind, num_shards, split, part)
     ]
+
+
+def parquet_names(num_shards: int, split: SplitSettings = NO_SPLIT) -> list[str]:
+    """The Parquet files of a job: `im.parquet`, `lf.parquet`, or one per shard (and
+    `im.val.parquet` ... with a validation split)."""
+    return [parquet_name(name) for name in json_names(num_shards, split)]
 
 
 def parquet_name(json_name: str) -> str:
@@ -107,14 +115,14 @@ class WriteParquet(beam.DoFn):
 
     Fed with the jobs once every shard of theirs is written (grouped after `WriteShard`)."""
 
-    def __init__(self, output: str, num_shards: int) -> None:
+    def __init__(self, output: str, num_shards: int, split: SplitSettings = NO_SPLIT) -> None:
         self.output = output
         self.num_shards = num_shards
+        self.split = split
 
     def process(self, element: tuple[str, Any]) -> Iterator[str]:
         job, _ = element
         folder = layout.job_dir(self.output, job)
-        for kind in (layout.IM, layout.LF):
-            for name in layout.shard_names(kind, self.num_shards):
-                json_to_parquet(folder, name)
+        for name in json_names(self.num_shards, self.split):
+            json_to_parquet(folder, name)
         yield job

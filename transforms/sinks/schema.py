@@ -335,6 +335,43 @@ USAGE = Field(
     rest="extra",
 )
 
+PROVENANCE = Field(
+    "provenance",
+    STRUCT,
+    False,
+    "where the record was read from, paths relative to the input root (README, Provenance)",
+    fields=(
+        _s("source", 'the read unit (a trial folder, a file); "" when not known'),
+        Field(
+            "files",
+            LIST,
+            False,
+            "every file the record was read from (a streamed corpus: its lines, `file#L12`)",
+            item=Field(
+                "file",
+                STRUCT,
+                False,
+                "one file",
+                fields=(
+                    _s("path", "the file"),
+                    _s("sha256", "SHA-256 of the bytes read, hex"),
+                ),
+            ),
+        ),
+    ),
+)
+
+TOKENS = Field(
+    "tokens",
+    STRUCT,
+    True,
+    "`--tokenizer`: the record's token counts (`--max-tokens` compares their sum); null without",
+    fields=(
+        _i("messages", "tokens of the messages' text, as lf.stats.json counts", nullable=False),
+        _i("tools", "tokens of the tool list as JSON text", nullable=False),
+    ),
+)
+
 _SPAN = (
     Field("started_at", TIMESTAMP, True, "phase start"),
     Field("finished_at", TIMESTAMP, True, "phase end"),
@@ -395,6 +432,8 @@ INSTANCE_METADATA = Field(
             "what the reader skipped",
             item=_s("warning", "one warning"),
         ),
+        PROVENANCE,
+        TOKENS,
         _extra(),
     ),
     rest="extra",
@@ -509,14 +548,24 @@ IM_SCHEMA = Field(
     ),
 )
 
+def _lf_json(name: str, description: str) -> Field:
+    """An LF metadata column: JSON text, never null (`"null"` when the IM key is null), so
+    that every column of every lf.json is a string whatever the job (README, Output schema)."""
+    return Field(name, JSON, False, f"{description}, JSON text", default=LF_NULL)
+
+
+LF_NULL = "null"
+# The IM struct an LF JSON column is conformed to before it becomes text (stable keys).
+_LF_STRUCTS = {"_score": SCORE, "_usage": USAGE, "_curriculum": CURRICULUM}
 _LF_METADATA = (
-    SCORE,
+    _lf_json("_score", 'IM `_score` (`"null"` on subagent records)'),
     _s("_instance_id", "the trial: main and subagent records share it"),
     _s("_agent_type", "main or subagent"),
-    Field("_gen_params", JSON, True, "generation parameters, JSON text"),
-    USAGE,
-    Field("_instance_metadata", JSON, True, "IM `_instance_metadata`, JSON text"),
-    CURRICULUM,  # after formats.md §5's columns: a trajcurate addition (--curriculum)
+    _lf_json("_gen_params", "generation parameters"),
+    _lf_json("_usage", "IM `_usage`"),
+    _lf_json("_instance_metadata", "IM `_instance_metadata`"),
+    # after formats.md §5's columns: a trajcurate addition (--curriculum)
+    _lf_json("_curriculum", 'IM `_curriculum` (`"null"` without --curriculum)'),
 )
 
 LF_SCHEMA = Field(
@@ -767,18 +816,28 @@ def lf_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
     """The copied-through keys of an LF example (from an IM record's `unique_info`),
     conforming to `LF_SCHEMA`.
 
-    Open-ended metadata (`_instance_metadata`, `_gen_params`) becomes JSON text, the scores
-    and usage typed structs (usage's unknown keys in its `extra`).
+    Every metadata column is JSON text, never null, so that no lf.json has a column a JSON
+    reader types as null (Arrow's null type) where another job's has values: `datasets` 4.x
+    loads every job's lf.json together without `features=`. The scores, usage and curriculum
+    are first conformed to their IM structs (every key, in order; what IM keeps in its
+    remainder LF does not carry), `_instance_metadata` and `_gen_params` kept as they are.
     """
     out: dict[str, Any] = {}
     for field in _LF_METADATA:
         value = info.get(field.name)
-        if field.type == JSON:
-            out[field.name] = None if value is None else _json_text(value)
+        if field.type != JSON:
+            out[field.name] = conform(field, value, _Rest(), (field.name,))
             continue
-        # What IM keeps in its remainder (an unknown score key) LF does not carry.
-        out[field.name] = conform(field, value, _Rest(), (field.name,))
+        struct = _LF_STRUCTS.get(field.name)
+        if struct is not None and (value is not None or not struct.nullable):
+            value = conform(struct, value, _Rest(), (field.name,))
+        out[field.name] = lf_json_text(value)
     return out
+
+
+def lf_json_text(value: Any) -> str:
+    """An LF JSON column's text: the value as JSON (sorted keys), `"null"` for None."""
+    return LF_NULL if value is None else _json_text(value)
 
 
 # --- derived: Arrow, datasets, README -------------------------------------------------------

@@ -21,6 +21,7 @@ from transforms.chain import reject_record, written_counts
 from transforms.redact import mask_secrets_in_text
 from transforms.report import SIDECAR
 from transforms.selection import SelectionSettings, Verdict, candidate_of, select_job
+from transforms.sinks.schema import lf_json_text
 from transforms.sinks.stats import Stats
 
 __all__ = [
@@ -84,7 +85,7 @@ def with_curriculum(
     for item in lf_block.split(b"\n") if lf_block else []:
         example = orjson.loads(item)
         if isinstance(example, dict) and "_curriculum" in example:
-            example["_curriculum"] = dict(order)
+            example["_curriculum"] = lf_json_text(dict(order))  # LF metadata is JSON text
         lf_items.append(orjson.dumps(example))
     return b"".join(im_lines), b"\n".join(lf_items)
 
