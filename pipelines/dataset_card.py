@@ -39,6 +39,7 @@ import yaml
 
 from pipelines.chain_options import ConfigError, Option
 from transforms.sinks.lf import dataset_info_entry, rendered_dataset_info_entry
+from transforms.sinks.split import TRAIN, VAL_TAG, VALIDATION
 
 __all__ = [
     "CARD",
@@ -65,14 +66,21 @@ DEFAULT_LICENSE = "unknown"
 MERGED_CONFIG = "all"
 MERGED_LF_CONFIG = "all-lf"
 KINDS = ("im", "lf")
-TRAIN = "train"
 # A Hub licence identifier (the Hub's list: `unknown`, `other`, `apache-2.0`, `cc-by-4.0`, ...).
 _LICENSE = re.compile(r"[a-z0-9][a-z0-9.+-]*")
+_SUFFIX = {
+    ("im", False): "jsonl",
+    ("lf", False): "json",
+    ("im", True): "parquet",
+    ("lf", True): "parquet",
+}
+# (kind, parquet) -> split -> the pattern of its files (`--val-fraction`: `lf.val.json` ...)
 _DATA_FILE = {
-    ("im", False): re.compile(r"im(-\d{5}-of-\d{5})?\.jsonl"),
-    ("lf", False): re.compile(r"lf(-\d{5}-of-\d{5})?\.json"),
-    ("im", True): re.compile(r"im(-\d{5}-of-\d{5})?\.parquet"),
-    ("lf", True): re.compile(r"lf(-\d{5}-of-\d{5})?\.parquet"),
+    key: {
+        split: re.compile(rf"{key[0]}{tag}(-\d{{5}}-of-\d{{5}})?\.{suffix}")
+        for split, tag in ((TRAIN, ""), (VALIDATION, r"\.val"))
+    }
+    for key, suffix in _SUFFIX.items()
 }
 _SHARD = re.compile(r"-(\d{5})-of-\d{5}\.[a-z]+$")
 _EMPTY_BYTES = {"im": 0, "lf": len(b"[]\n")}  # what a job's writer leaves in a file of no record
@@ -135,16 +143,19 @@ class CardInputs:
 def default_files(
     files: Mapping[str, Mapping[str, Any]], parquet: bool
 ) -> dict[str, dict[str, list[str]]]:
-    """A job's data files by kind, all in `train`: its IM and LF files (shards too), the
+    """A job's data files by kind and split (`validation`: the `--val-fraction` files, when
+    a record went there): its IM and LF files (shards too), the
     Parquet ones when `parquet`, else the JSON ones; `files` is the job manifest's (name ->
     `{"bytes", ...}`). A file with no record is left out (`datasets` and LLaMA-Factory refuse
     a split with no row): its JSON twin, from which any Parquet file is made, is empty."""
     names = sorted(files)
     chosen: dict[str, dict[str, list[str]]] = {}
     for kind in KINDS:
-        pattern = _DATA_FILE[(kind, parquet)]
-        kept = [n for n in names if pattern.fullmatch(n) and not _empty(files, kind, n)]
-        chosen[kind] = {TRAIN: kept}
+        chosen[kind] = {}
+        for split, pattern in _DATA_FILE[(kind, parquet)].items():
+            kept = [n for n in names if pattern.fullmatch(n) and not _empty(files, kind, n)]
+            if kept or split == TRAIN:
+                chosen[kind][split] = kept
     return chosen
 
 
@@ -275,12 +286,12 @@ def _lf_entry(inputs: CardInputs, file_name: str) -> dict[str, Any]:
 def merged_dataset_info(inputs: CardInputs) -> dict[str, dict[str, Any]]:
     """LLaMA-Factory's `dataset_info.json` for the run folder: every job's LF files that hold
     a record (named as in the job's own file: `<job>`, or `<job>_00000`, ... after the shard;
-    `<job>_<split>` for a split other than train), and `all` (after `--parquet`) for every
-    job at once."""
+    `<job>_val` for the validation split, as the job's own file names it), and `all` (after
+    `--parquet`) for every job at once."""
     info: dict[str, dict[str, Any]] = {}
     for job in sorted(inputs.jobs, key=lambda j: j.folder):
         for split, paths in _paths(job, "lf").items():
-            name = job.job if split == TRAIN else f"{job.job}_{split}"
+            name = job.job if split == TRAIN else f"{job.job}_{_tag(split)}"
             for path in paths:
                 shard = _SHARD.search(path)
                 info[f"{name}_{shard[1]}" if shard else name] = _lf_entry(inputs, path)
@@ -291,7 +302,7 @@ def merged_dataset_info(inputs: CardInputs) -> dict[str, dict[str, Any]]:
         for split in _merged_paths(inputs.jobs, "lf"):
             entry = _lf_entry(inputs, "")
             entry.pop("file_name")
-            name = merged if split == TRAIN else f"{merged}_{split}"
+            name = merged if split == TRAIN else f"{merged}_{_tag(split)}"
             info[name] = {"script_url": ".", "subset": MERGED_LF_CONFIG, "split": split, **entry}
     return info
 
@@ -345,3 +356,7 @@ def _parse_front_matter(text: str) -> dict[str, Any]:
     block, _, _ = text[4:].partition("\n---\n")
     meta = yaml.safe_load(block)
     return meta if isinstance(meta, dict) else {}
+
+
+def _tag(split: str) -> str:
+    return VAL_TAG if split == VALIDATION else split

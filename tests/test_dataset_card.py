@@ -349,3 +349,22 @@ def test_files_and_jobs_with_no_record_get_no_config_and_no_entry() -> None:
         ["—", "idle"],
     ]
     assert "configs" not in card_metadata(CardInputs({}, jobs[1:], {}, parquet=True))
+
+
+def test_a_validation_split_is_a_split_of_every_config_and_a_val_entry(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """`--val-fraction`: the card's configs get a `validation` split (the `*.val.*` files),
+    the merged dataset_info.json a `<job>_val` entry, as each job's own file has."""
+    out = tmp_path / "out"
+    assert run(corpus, out, "--parquet", "--val-fraction", "0.5", "--split-seed", "3") == 0
+    for folder in folders(out):
+        loaded = datasets.load_dataset(str(out), folder)
+        val = out / folder / "im.val.jsonl"
+        assert len(loaded["train"]) == len(lines(out / folder / "im.jsonl"))
+        if lines(val):
+            assert len(loaded["validation"]) == len(lines(val))
+    merged = datasets.load_dataset(str(out), MERGED_LF_CONFIG)
+    assert set(merged) == {"train", "validation"}
+    info = orjson.loads((out / "dataset_info.json").read_bytes())
+    assert {name for name in info if name.endswith("_val")} >= {"all_val"}
