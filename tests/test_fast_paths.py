@@ -9,6 +9,7 @@ from transforms.intake import open_unit
 from transforms.readers.confined import DEFAULT_LIMITS
 from transforms.readers.discover import discover_trials
 from transforms.readers.harbor import read, read_trial_unit
+from transforms.readers.provenance import attach_provenance
 from transforms.sinks.parts import PartReader, SpillFile, decode_part, encode_part
 
 COMPOSED = Path("data/composed/jobs/2026-06-16__12-00-00")
@@ -20,7 +21,14 @@ def test_a_trial_unit_with_its_job_reads_as_the_harbor_reader_does(shared_dir: P
     for unit in units:
         assert unit.job is not None
         fast = list(read_trial_unit(unit.path, DEFAULT_LIMITS, job=unit.job))
-        assert fast == list(read(unit.path)) == list(open_unit(unit, DEFAULT_LIMITS))
+        assert fast == list(read(unit.path))
+        for bundle in fast:  # what open_unit adds: the files read become the provenance
+            attach_provenance(bundle, unit.root, str(unit.path), trial=True)
+        assert fast == list(open_unit(unit, DEFAULT_LIMITS))
+        assert all(
+            b["records"][0]["meta_info"]["unique_info"]["_instance_metadata"]["provenance"]
+            for b in fast
+        )
 
 
 def test_a_folder_that_is_no_trial_falls_back_to_the_harbor_reader(tmp_path: Path) -> None:

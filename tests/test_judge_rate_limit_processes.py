@@ -31,10 +31,12 @@ import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 from fake_llm_server import FakeLLMServer, max_in_window
 from llm_judge_fixtures import judged_run
 
+from scorers.im_validity import trainable_problem
 from transforms.llm.rate_limit import SlidingWindowLimiter
 
 KEY = "sk-test-rate-limit-0123456789"
@@ -53,8 +55,9 @@ def trials(cases_lines: list[bytes], folder: Path, count: int) -> Path:
     """`count` standalone IM files of one main-agent record each: as many read units, so
     the runner spreads them over both worker processes."""
     folder.mkdir()
-    for index in range(count):
-        line = cases_lines[index % len(cases_lines)]
+    trainable = [line for line in cases_lines if trainable_problem(orjson.loads(line)) is None]
+    for index in range(count):  # each is judged: none may be rejected before the judge
+        line = trainable[index % len(trainable)]
         (folder / f"trial-{index:03d}.jsonl").write_bytes(line + b"\n")
     return folder
 

@@ -6,6 +6,7 @@ figure below is a real reference figure; the real scorer is exercised in test_sc
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from pathlib import Path
@@ -85,6 +86,25 @@ def _write(path: Path, lines: list[bytes]) -> Path:
     return path
 
 
+def _expect_provenance(expected: list[Record], files: list[Path]) -> None:
+    """What the reader adds to each bundle's main record: the input file and the SHA-256 of
+    every line the bundle was read from (`path#L<n>`)."""
+    lines: dict[Path, list[bytes]] = {f: f.read_bytes().splitlines() for f in set(files)}
+    numbers: dict[Path, int] = {}
+    bundles: dict[tuple[Path, str], list[dict[str, str]]] = {}
+    for record, file in zip(expected, files, strict=True):
+        number = numbers[file] = numbers.get(file, 0) + 1
+        entry = {"path": f"{file.name}#L{number}"}
+        entry["sha256"] = hashlib.sha256(lines[file][number - 1]).hexdigest()
+        instance = record["meta_info"]["unique_info"]["_instance_id"]
+        bundles.setdefault((file, instance), []).append(entry)
+    for record, file in zip(expected, files, strict=True):
+        info = record["meta_info"]["unique_info"]
+        if agent_type(record) == "main":
+            read = bundles[(file, info["_instance_id"])]
+            info["_instance_metadata"]["provenance"] = {"source": file.name, "files": read}
+
+
 def _read(path: Path) -> list[Record]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines()]
 
@@ -120,6 +140,7 @@ def test_scores_every_record_in_input_order_keeping_keys(
     first = _write(tmp_path / "a.jsonl", [_stale(r) for r in cases[:200]])
     second = _write(tmp_path / "b.jsonl", [_stale(r) for r in cases[200:]])
     out = tmp_path / "out" / "scored.jsonl"
+    _expect_provenance(expected, [first] * 200 + [second] * (len(cases) - 200))
 
     assert main(["score", str(first), str(second), "-o", str(out)]) == 0
 
