@@ -12,10 +12,13 @@ decision still open, and `decided_row` settles it where the bundle is kept or re
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from scorers import tqs_v2
 from scorers.im import agent_type
@@ -61,6 +64,8 @@ def size_problem(bundle: dict[str, Any], max_record_bytes: int) -> str | None:
     """A record holding more text than `--max-record-mb` (counted in characters, a lower
     bound of its UTF-8 size) is no SFT example: the bundle is rejected, naming its size."""
     for record in bundle["records"]:
+        if _serialised_size(record) <= max_record_bytes:
+            continue  # its JSON bounds its characters from above: no walk needed
         size = text_size(record)
         if size > max_record_bytes:
             return (
@@ -68,6 +73,15 @@ def size_problem(bundle: dict[str, Any], max_record_bytes: int) -> str | None:
                 f"of text, over the --max-record-mb cap of {max_record_bytes / MIB:g} MiB"
             )
     return None
+
+
+def _serialised_size(record: Any) -> int:
+    """The length of the record's JSON (C speed); one orjson cannot serialise (a lone
+    surrogate) counts as unbounded, so the walk measures it."""
+    try:
+        return len(orjson.dumps(record))
+    except orjson.JSONEncodeError:
+        return sys.maxsize
 
 
 def text_size(value: Any) -> int:
