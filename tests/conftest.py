@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+
+from pipelines.synth import SynthOptions, generate
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = Path(os.environ.get("TRAJCURATE_SHARED", REPO_ROOT.parent / "shared")).resolve()
@@ -46,3 +49,12 @@ def cases_lines(cases_path: Path) -> list[bytes]:
 def cases(cases_lines: list[bytes]) -> list[dict[str, Any]]:
     """A fresh parse of every reference record (tests may mutate it)."""
     return [orjson.loads(line) for line in cases_lines]
+
+
+@pytest.fixture(scope="session")
+def synth_jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two synthetic Harbor jobs of 60 trials (seed 11), written once for the session: the
+    LF and export corpora tests read them, none writes into them."""
+    jobs = tmp_path_factory.mktemp("synth") / "jobs"
+    generate(SynthOptions(jobs, 2, 60, 11, 0.05), progress=io.StringIO())
+    return jobs

@@ -7,7 +7,6 @@ published form (tests/fixtures/chat_templates) and rendered by `transformers`'
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,6 @@ from openai_rules import line_problems
 from test_lf import call, im, msg, tool
 
 from pipelines.cli import main
-from pipelines.synth import SynthOptions, generate
 from transforms.sinks.exports import export_section, openai_line, trl_example
 
 TEMPLATES = Path(__file__).resolve().parent / "fixtures" / "chat_templates"
@@ -41,13 +39,6 @@ def exported_run(inputs: Path, factory: pytest.TempPathFactory, name: str) -> Pa
 @pytest.fixture(scope="module")
 def composed_out(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return exported_run(shared_dir / "data" / "composed" / "jobs", tmp_path_factory, "composed")
-
-
-@pytest.fixture(scope="module")
-def synth_jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    jobs = tmp_path_factory.mktemp("synth") / "jobs"
-    generate(SynthOptions(jobs, 2, 60, 11, 0.05), progress=io.StringIO())
-    return jobs
 
 
 @pytest.fixture(scope="module")

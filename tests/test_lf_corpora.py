@@ -6,7 +6,6 @@ and nothing beside the calls is reported dropped."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from lf_rules import (
 )
 
 from pipelines.cli import main
-from pipelines.synth import SynthOptions, generate
 
 COMPOSED_JOB = "2026-06-16__12-00-00"
 
@@ -39,13 +37,6 @@ def composed_out(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     out = tmp_path_factory.mktemp("composed")
     run(shared_dir / "data" / "composed" / "jobs" / COMPOSED_JOB, out)
     return out
-
-
-@pytest.fixture(scope="module")
-def synth_jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    jobs = tmp_path_factory.mktemp("synth") / "jobs"
-    generate(SynthOptions(jobs, 2, 60, 11, 0.05), progress=io.StringIO())
-    return jobs
 
 
 @pytest.fixture(scope="module")
