@@ -25,7 +25,7 @@ from lf_rules import (
     thoughts,
 )
 from test_lf import _MESSAGES, TOOL_RECORD, call, im, msg
-from test_lf_corpora import composed_out, run, synth_jobs, synth_out  # noqa: F401 (fixtures)
+from test_lf_corpora import composed_out, run, synth_out  # noqa: F401 (fixtures)
 
 from pipelines.cli import main
 from pipelines.config import RunConfig
@@ -296,7 +296,7 @@ def test_any_message_sequence_loads_under_its_profile_or_is_left_out_with_a_reas
 
 def test_a_profiled_run_records_the_profile_and_counts_its_drops(
     composed: Path,
-    synth_jobs: Path,  # noqa: F811
+    synth_jobs: Path,
     tmp_path: Path,
 ) -> None:
     for name, inputs in (("mistral", composed), ("glm4", synth_jobs)):
