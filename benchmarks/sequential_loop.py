@@ -52,6 +52,7 @@ from transforms.sinks.scores import (
     kept_in_order,
     prior_row,
     settle_job,
+    sidecar_bytes,
     stats_of,
     with_curriculum,
 )
@@ -99,9 +100,9 @@ class JobFiles:
 
     def _select(self) -> dict[Any, Any] | None:
         """The job's selection: its sidecar written, drops rejected, stats of what stays."""
-        verdicts, data, written = decide_job(self.items, self.selection)
+        verdicts, entries, written = decide_job(self.items, self.selection)
         Path(self.folder).mkdir(parents=True, exist_ok=True)
-        Path(self.folder, SIDECAR).write_bytes(data)
+        Path(self.folder, SIDECAR).write_bytes(sidecar_bytes(entries))
         if not self.selection.active:
             return None
         kept, dropped = settle_job(verdicts, written)

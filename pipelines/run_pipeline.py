@@ -85,16 +85,15 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
         OpenUnits(limits, config.progress),
         *total,
     )
-    curated = _split(
-        opened.main, "Curate", RunChainWithRows(stages_before_judge(settings)), rows=True
-    )
-    judged, writes, judge_dead = _judge(curated.main, config, output or config.output)
-    kept = _split(judged, "Filter", RunChainWithRows(stages_after_judge(settings)), rows=True)
+    out = output or config.output
+    curate = RunChainWithRows(stages_before_judge(settings), out)
+    curated = _split(opened.main, "Curate", curate, rows=True)
+    judged, writes, judge_dead = _judge(curated.main, config, out)
+    kept = _split(judged, "Filter", RunChainWithRows(stages_after_judge(settings), out), rows=True)
     stages = (units, opened, curated, kept)
     rejects = [s[REJECTED] for s in stages]
     dead = [*(s[DEAD_LETTER] for s in stages), *judge_dead] | "AllDeadLetters" >> beam.Flatten()
     rows = (curated[SCORES], kept[SCORES])
-    out = output or config.output
     sinks = _write_outputs(config, out, inputs, opened.main, kept.main, rejects, dead, rows)
     return [*writes, *sinks]
 

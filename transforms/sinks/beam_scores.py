@@ -18,13 +18,14 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.pvalue import TaggedOutput
 
-from transforms.chain import REJECTED, Drop, run_stages
+from transforms.chain import REJECTED, Drop, Stage, run_stages
 from transforms.selection import SelectionSettings
 from transforms.sinks import layout
 from transforms.sinks.beam_sinks import WRITTEN, SpillBundle
 from transforms.sinks.bundle_stats import add_bundle
 from transforms.sinks.lf import LfSettings
 from transforms.sinks.lf_render import load_tokenizer
+from transforms.sinks.row_spill import RowSpill, line_reader, remove_rows
 from transforms.sinks.scores import (
     CANDIDATE,
     ROW,
@@ -33,6 +34,7 @@ from transforms.sinks.scores import (
     decide_job,
     prior_row,
     settle_job,
+    sidecar_lines,
 )
 from transforms.sinks.split import NO_SPLIT, SplitSettings
 from transforms.sinks.stats import ESTIMATE_METHOD, Stats, Tokenizer, tokenizer_method
@@ -44,7 +46,22 @@ KEPT = "kept"  # tagged output of DecideJob: (job, candidate item) kept by selec
 
 
 class RunChainWithRows(RunChain):
-    """`RunChain` whose rejects after scoring also give their sidecar row (`SCORES`)."""
+    """`RunChain` whose rejects after scoring also give their sidecar row (`SCORES`), its
+    line spilled under `output` (`RowSpill`)."""
+
+    def __init__(self, stages: list[Stage], output: str | None = None) -> None:
+        super().__init__(stages)
+        self.output = output
+        self._rows = RowSpill(output)
+
+    def start_bundle(self) -> None:
+        self._rows = RowSpill(self.output)
+
+    def finish_bundle(self) -> None:
+        self._rows.close()
+
+    def teardown(self) -> None:
+        self._rows.close()
 
     def process(self, bundle: dict[str, Any]) -> Iterator[Any]:
         item = run_stages(bundle, self.stages, self.count)
@@ -52,7 +69,10 @@ class RunChainWithRows(RunChain):
             yield item
             return
         if item.row is not None:
-            yield TaggedOutput(SCORES, (item.record["job"], (ROW, prior_row(item.row))))
+            job = item.record["job"]
+            instance_id, task, resolved, line = prior_row(item.row)
+            row = (instance_id, task, resolved, self._rows.keep(job, line))
+            yield TaggedOutput(SCORES, (job, (ROW, row)))
         yield TaggedOutput(item.kind, item.record)
 
 
@@ -78,6 +98,7 @@ class SpillWithCandidates(SpillBundle):
         self.selection = selection
         self.tokenizer_path = tokenizer_path
         self._tokenizer: Tokenizer | None = None
+        self._rows = RowSpill(output)
 
     def setup(self) -> None:
         if self.selection.active and self.tokenizer_path:
@@ -90,9 +111,19 @@ class SpillWithCandidates(SpillBundle):
                 continue
             job, written = out.value
             item = candidate_item(written, self.selection, self._stats(written))
+            if item["row"] is not None:
+                item["row"] = self._rows.keep(job, item["row"])
             yield TaggedOutput(CANDIDATES, (job, (CANDIDATE, item)))
             if not self.selection.active:
                 yield out
+
+    def start_bundle(self) -> None:
+        super().start_bundle()
+        self._rows = RowSpill(self.output)
+
+    def _close(self) -> None:
+        super()._close()
+        self._rows.close()
 
     def _stats(self, bundle: dict[str, Any]) -> Stats | None:
         if not self.selection.active:
@@ -112,8 +143,15 @@ class DecideJob(beam.DoFn):
 
     def process(self, element: tuple[str, Iterable[tuple[str, Any]]]) -> Iterator[Any]:
         job, items = element
-        verdicts, data, written = decide_job(items, self.settings)
-        layout.write_bytes(f"{layout.job_dir(self.output, job)}/{SIDECAR}", data)
+        verdicts, entries, written = decide_job(items, self.settings)
+        line_of, close = line_reader()
+        try:
+            with layout.FileWriter(f"{layout.job_dir(self.output, job)}/{SIDECAR}") as sidecar:
+                for line in sidecar_lines(entries, line_of):
+                    sidecar.write(line)
+        finally:
+            close()
+        remove_rows(self.output, job)
         if not self.settings.active:
             return
         kept, dropped = settle_job(verdicts, written)

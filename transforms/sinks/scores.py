@@ -6,12 +6,14 @@ written sorted by instance id (then the line, for two trials sharing an id), one
 rows give the same bytes whoever writes them (Beam, the plain loop, a test).
 
 A job's rows and its candidates' stats wait for the job's decision (they are grouped per
-job), so they travel as their JSON bytes: a row is ~0.6 KB so, ~3.5 KB as Python objects.
+job), so they travel as their JSON bytes (a row is ~0.6 KB so, ~3.5 KB as Python objects),
+and a row's line, locally, as where it was spilled (`transforms/sinks/row_spill.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import groupby
 from typing import Any, TypeVar
 
 import orjson
@@ -34,6 +36,7 @@ __all__ = [
     "prior_row",
     "settle_job",
     "sidecar_bytes",
+    "sidecar_lines",
     "stats_bytes",
     "stats_of",
     "with_curriculum",
@@ -45,9 +48,27 @@ CANDIDATE = "candidate"  # a job's item: a bundle that passed the chain (`candid
 Ref = TypeVar("Ref")
 
 
-def sidecar_bytes(lines: Iterable[tuple[str, bytes]]) -> bytes:
-    """The file's bytes from (instance id, row line) pairs: sorted by instance id."""
-    return b"".join(line + b"\n" for _, line in sorted(lines))
+Entry = tuple[str, Any, "Verdict | None"]  # (instance id, row line or its spill ref, verdict)
+
+
+def sidecar_lines(entries: list[Entry], line_of: Callable[[Any], bytes]) -> Iterator[bytes]:
+    """The file's lines (each with its newline) in order: by instance id, then by line (two
+    trials sharing an id); `line_of` gives an entry's row line (inline, or read back from a
+    spill), settled by its selection verdict."""
+    entries.sort(key=lambda entry: entry[0])
+    for _, group in groupby(entries, key=lambda entry: entry[0]):
+        lines = [_settled(line_of(row), verdict) for _, row, verdict in group]
+        for line in sorted(lines) if len(lines) > 1 else lines:
+            yield line + b"\n"
+
+
+def _inline(line: bytes) -> bytes:
+    return line
+
+
+def sidecar_bytes(entries: list[Entry], line_of: Callable[[Any], bytes] = _inline) -> bytes:
+    """The whole file's bytes (`sidecar_lines`), every line inline by default."""
+    return b"".join(sidecar_lines(entries, line_of))
 
 
 def prior_row(row: Mapping[str, Any]) -> tuple[str, str, bool, bytes]:
@@ -126,9 +147,10 @@ def candidate_item(
 
 def decide_job(
     items: Iterable[tuple[str, Any]], settings: SelectionSettings
-) -> tuple[dict[tuple[str, str], Verdict], bytes, list[dict[str, Any]]]:
-    """The job's verdicts (by bundle key), its sidecar's bytes, and the candidate items.
-    `items` are (ROW, `prior_row`) and (CANDIDATE, `candidate_item`) pairs."""
+) -> tuple[dict[tuple[str, str], Verdict], list[Entry], list[dict[str, Any]]]:
+    """The job's verdicts (by bundle key), its sidecar's entries (`sidecar_lines` orders and
+    settles them), and the candidate items. `items` are (ROW, `prior_row`) and (CANDIDATE,
+    `candidate_item`) pairs, their lines inline or spilled."""
     prior: list[tuple[str, str, bool, bytes]] = []
     written: list[dict[str, Any]] = []
     for kind, value in items:
@@ -141,16 +163,15 @@ def decide_job(
         candidates = [item["candidate"] for item in written if item["candidate"] is not None]
         others = [(task, resolved) for _, task, resolved, _ in prior]
         verdicts = select_job(candidates, others, settings)
-    lines = [(instance_id, line) for instance_id, _, _, line in prior]
+    entries: list[Entry] = [(instance_id, line, None) for instance_id, _, _, line in prior]
     for item in written:
         if item["row"] is not None:
-            verdict = verdicts.get(item["key"], Verdict(True))
-            lines.append((item["key"][0], _settled(item["row"], verdict)))
-    return verdicts, sidecar_bytes(lines), written
+            entries.append((item["key"][0], item["row"], verdicts.get(item["key"])))
+    return verdicts, entries, written
 
 
-def _settled(line: bytes, verdict: Verdict) -> bytes:
-    if verdict.kept:
+def _settled(line: bytes, verdict: Verdict | None) -> bytes:
+    if verdict is None or verdict.kept:
         return line
     row = orjson.loads(line)
     return orjson.dumps({**row, "decision": "rejected", "reason": _reason(verdict)})
