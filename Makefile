@@ -5,11 +5,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 DEMO := out/demo
 
-.PHONY: venv venv-datasets4 demo test lint bench bench-convert bench-pipeline bench-redact bench-report bench-diagnose bench-trial-files clean
+.PHONY: venv venv-demo venv-datasets4 demo test lint bench bench-convert bench-pipeline bench-redact bench-report bench-diagnose bench-trial-files clean
 
 venv: $(STAMP)
+venv-demo: $(DEMO_STAMP)
 
 # The `datasets` release LLaMA-Factory pins, in a venv of its own: tests/test_datasets_compat.py
 # loads every job's lf.json with it (and with the latest, in .venv) without `features=`.
@@ -27,13 +29,20 @@ NATIVE_SOURCES := setup.py scorers/im_check.py scorers/tqs_v2/_speedups.c \
 	$(filter-out scorers/tqs_v2/__init__.py,$(wildcard scorers/tqs_v2/*.py))
 
 # Reinstalls whenever pyproject.toml or a compiled source changes (the stamp is older).
+# The demo needs only the package and the report's charts; the tests need everything (and
+# installing everything also serves the demo).
+$(DEMO_STAMP): pyproject.toml $(NATIVE_SOURCES)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -e '.[report]'
+	touch $@
+
 $(STAMP): pyproject.toml $(NATIVE_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e '.[dev,gcp,aws,report]'
-	touch $@
+	touch $@ $(DEMO_STAMP)
 
 # Generates a small synthetic corpus of Harbor jobs, then runs the pipeline over it.
-demo: venv
+demo: venv-demo
 	rm -rf $(DEMO)
 	$(BIN)/trajcurate synth --out $(DEMO)/jobs --jobs 2 --trials 150 --seed 1
 	$(BIN)/trajcurate run --input $(DEMO)/jobs --output $(DEMO)/curated --diagnose --report
