@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 _PEAK_OF_CHILD = (
     "import resource, subprocess, sys\n"
@@ -13,12 +14,12 @@ _PEAK_OF_CHILD = (
 )
 
 
-def measure(command: list[str]) -> tuple[float, float]:
+def measure(command: list[str], cwd: str | Path | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of `command`, run under a fresh parent process so that
     the peak is that command's alone; exits the benchmark if the command fails."""
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-c", _PEAK_OF_CHILD, *command], capture_output=True, text=True
+        [sys.executable, "-c", _PEAK_OF_CHILD, *command], capture_output=True, text=True, cwd=cwd
     )
     wall = time.perf_counter() - started
     code, peak_kib = result.stdout.split()
