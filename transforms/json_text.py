@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import json
 import json.scanner
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["json_value", "python_json"]
+__all__ = ["JSON_OBJECT", "json_value", "python_json"]
+
+# What `isinstance` tests a parsed JSON object against: `dict` first, so that the usual
+# case is an exact type check (~15 ns), not the `Mapping` ABC's (~100 ns); any other
+# mapping still passes. (For a value that is usually None, test `is not None` first.)
+JSON_OBJECT = (dict, Mapping)
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
 # The stdlib's C accelerators (None where Python runs without them: then `json` itself).
@@ -40,9 +45,7 @@ _ENCODE: Callable[[Any, int], Any] | None = _C_ENCODER and _C_ENCODER(
     True,
 )
 # (text, index) -> (value, end), or StopIteration; what JSONDecoder.raw_decode calls
-_SCAN: Callable[[str, int], tuple[Any, int]] | None = _C_SCANNER and _C_SCANNER(
-    json.JSONDecoder()
-)
+_SCAN: Callable[[str, int], tuple[Any, int]] | None = _C_SCANNER and _C_SCANNER(json.JSONDecoder())
 
 
 def python_json(value: Any) -> str:

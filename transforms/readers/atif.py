@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from transforms.json_text import JSON_OBJECT
 from transforms.readers.atif_claude import HarborClaudeCleanup, is_claude_code
 from transforms.readers.atif_files import (
     CONTINUATION_NAME,
@@ -254,7 +255,7 @@ class _Converter:
         agent = _agent_of(doc.get("agent"), fallback_agent)
         terminus = terminus_parent or is_terminus(agent["name"])
         claude = not terminus and is_claude_code(agent["name"])
-        prompts = spawn_prompts(s for s in steps if isinstance(s, Mapping))
+        prompts = spawn_prompts(s for s in steps if isinstance(s, JSON_OBJECT))
         main_steps, sidechains = split_sidechains(steps, prompts)
         cleanup = HarborClaudeCleanup() if claude else None
         trajectory = _Trajectory(
@@ -273,7 +274,7 @@ class _Converter:
             tools=[] if terminus else _tool_definitions(doc.get("agent")),
             info=info or {},
             first_timestamp=next(
-                (s.get("timestamp") for s in steps if isinstance(s, Mapping)), None
+                (s.get("timestamp") for s in steps if isinstance(s, JSON_OBJECT)), None
             ),
         )
         self._take(trajectory, cleanup)
@@ -468,16 +469,18 @@ def _tool_definitions(raw_agent: Any) -> list[dict[str, Any]] | None:
 
 def _refs(steps: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
     for step in steps:
-        if not isinstance(step, Mapping) or step.get("is_copied_context") is True:
+        if not isinstance(step, JSON_OBJECT) or step.get("is_copied_context") is True:
             continue
         observation = step.get("observation")
-        results = observation.get("results") if isinstance(observation, Mapping) else None
+        results = observation.get("results") if isinstance(observation, JSON_OBJECT) else None
         for result in results if isinstance(results, list) else []:
-            refs = result.get("subagent_trajectory_ref") if isinstance(result, Mapping) else None
-            if isinstance(refs, Mapping):
+            if not isinstance(result, JSON_OBJECT):
+                continue
+            refs = result.get("subagent_trajectory_ref")
+            if refs is not None and isinstance(refs, JSON_OBJECT):
                 refs = [refs]
             for ref in refs or []:
-                if isinstance(ref, Mapping):
+                if isinstance(ref, JSON_OBJECT):
                     yield ref
 
 
@@ -500,7 +503,7 @@ def _usage_of(segments: list[Mapping[str, Any]], steps: list[Mapping[str, Any]])
         values = [
             metrics[theirs]
             for step in steps
-            if isinstance(step, Mapping)
+            if isinstance(step, JSON_OBJECT)
             and step.get("is_copied_context") is not True
             and isinstance(metrics := step.get("metrics"), Mapping)
             and _is_number(metrics.get(theirs))
