@@ -52,6 +52,7 @@ __all__ = [
     "OverBudget",
     "ReadLimits",
     "TrialFiles",
+    "child_path",
     "decode_text",
     "utf8_head",
     "utf8_json",
@@ -158,6 +159,13 @@ def _kind(mode: int) -> str:
 
 def _inside(real: str, real_root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def child_path(folder: str | os.PathLike[str], name: str) -> str:
+    """`str(Path(folder) / name)` for a `Path`, or a string as `str(Path(...))` spells it,
+    and a plain name, without pathlib (per-file paths of a trial are built this way)."""
+    text = os.fspath(folder)
+    return name if text == "." else os.path.join(text, name)
 
 
 def _below(absolute: str, root: str) -> str | None:

@@ -75,9 +75,24 @@ def utc_moment(timestamp: Any) -> dt.datetime | None:
     return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
 
 
+# An ISO 8601 text already in UTC (`Z`, `+00:00` or no offset) with 0, 3 or 6 fraction
+# digits: its UTC form is its own digits (once `fromisoformat` has found them a valid time).
+_UTC_TEXT = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]{6}|\.[0-9]{3})?(?:Z|\+00:00)?"
+)
+
+
 def utc_timestamp(timestamp: Any) -> str | None:
     """A timestamp as the one form IM records carry: ISO 8601 in UTC with microseconds and
     `Z` (`2026-05-26T00:21:11.642229Z`); None when `timestamp` is none (see `utc_moment`)."""
+    found = _UTC_TEXT.fullmatch(timestamp) if isinstance(timestamp, str) else None
+    if found is not None:  # the common case, without building the text from a datetime
+        try:
+            dt.datetime.fromisoformat(timestamp)
+        except ValueError:
+            return None
+        fraction = found.group(2) or "."
+        return f"{found.group(1)}{fraction.ljust(7, '0')}Z"
     moment = utc_moment(timestamp)
     if moment is None:
         return None
