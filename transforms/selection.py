@@ -135,11 +135,8 @@ def _main_messages(records: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
             continue
         for message in record.get("messages") or []:
             calls = [
-                [
-                    _text((c.get("function") or {}).get("name")),
-                    _arguments((c.get("function") or {}).get("arguments")),
-                ]
-                for c in message.get("tool_calls") or []
+                [_text(function.get("name")), _arguments(function.get("arguments"))]
+                for function in (c.get("function") or {} for c in message.get("tool_calls") or [])
             ]
             normalised.append(
                 [
@@ -155,14 +152,21 @@ def _main_messages(records: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
 def exact_key(records: Iterable[Mapping[str, Any]]) -> str:
     """SHA-256 of the normalised main-agent messages: equal for identical trajectories
     whatever their ids, scores or metadata."""
-    data = orjson.dumps(_main_messages(records))
-    return hashlib.sha256(data).hexdigest()
+    return _exact_key(_main_messages(records))
+
+
+def _exact_key(normalised: list[list[Any]]) -> str:
+    return hashlib.sha256(orjson.dumps(normalised)).hexdigest()
 
 
 def normalised_text(records: Iterable[Mapping[str, Any]]) -> str:
     """The main-agent messages as one text (the words near dedup shingles)."""
+    return _joined(_main_messages(records))
+
+
+def _joined(normalised: list[list[Any]]) -> str:
     parts: list[str] = []
-    for role, content, reasoning, calls in _main_messages(records):
+    for role, content, reasoning, calls in normalised:
         parts.extend([role, content, reasoning])
         for name, arguments in calls:
             parts.extend([name, arguments])
@@ -171,9 +175,13 @@ def normalised_text(records: Iterable[Mapping[str, Any]]) -> str:
 
 def minhash_key(records: Iterable[Mapping[str, Any]]) -> bytes:
     """The MinHash of the word 5-shingles of `normalised_text` (fixed seed): its values."""
+    return _minhash_key(_main_messages(records))
+
+
+def _minhash_key(normalised: list[list[Any]]) -> bytes:
     from datasketch import MinHash
 
-    words = normalised_text(records).split(" ")
+    words = _joined(normalised).split(" ")
     shingles = {
         " ".join(words[i : i + SHINGLE_WORDS]).encode("utf-8")
         for i in range(max(1, len(words) - SHINGLE_WORDS + 1))
@@ -204,14 +212,16 @@ def candidate_of(
     """The candidate of a bundle that passed the chain, with its sidecar row (task, verdict
     and turns as the sidecar says them)."""
     records = bundle["records"]
+    # the normalised messages both dedup keys are made of, computed once
+    normalised = _main_messages(records) if settings.dedup != "off" else []
     return Candidate(
         key=(str(bundle["instance_id"]), str(bundle.get("source") or "")),
         task=str(row.get("task") or ""),
         resolved=bool(row.get("resolved")),
         score=_best_score(records, settings.score_key),
         turns=int(row.get("turns") or 0),
-        exact=exact_key(records) if settings.dedup != "off" else "",
-        near=minhash_key(records) if settings.dedup == "near" else b"",
+        exact=_exact_key(normalised) if settings.dedup != "off" else "",
+        near=_minhash_key(normalised) if settings.dedup == "near" else b"",
     )
 
 

@@ -18,12 +18,14 @@ type refuses the trajectory (see `atif_messages.py`).
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from transforms.json_text import JSON_OBJECT
 from transforms.readers.atif_claude import HarborClaudeCleanup, is_claude_code
 from transforms.readers.atif_files import (
     CONTINUATION_NAME,
@@ -102,7 +104,7 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     instance_id = standalone_instance_id(path)
     metadata = {"source_file": str(path), "session_id": doc.get("session_id")}
     # the file as it sits in its (real) folder: references resolve beside it
-    located = Path(files.real_root) / path.name
+    located = os.path.join(files.real_root, path.name)
     records, warnings = _records(doc, located, files, instance_id, metadata, {})
     main = records[0]["meta_info"]["unique_info"]
     yield new_bundle(
@@ -118,7 +120,7 @@ def read(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Bundle]:
 
 
 def records_from_atif(
-    path: Path,
+    path: str | Path,
     files: TrialFiles,
     instance_id: str,
     metadata: Mapping[str, Any],
@@ -138,7 +140,7 @@ def records_from_atif(
     be used (outside the root, not a regular file, corrupt, wrong-typed content).
     """
     doc = load_document(files, path, files.shown(path))
-    resolved = Path(files.resolve(path))  # its real path (it was just read, so inside)
+    resolved = files.resolve(path)  # its real path (it was just read, so inside)
     return _records(
         doc,
         resolved,
@@ -156,7 +158,7 @@ def records_from_atif(
 
 def _records(
     doc: dict[str, Any],
-    path: Path,
+    path: str,
     files: TrialFiles,
     instance_id: str,
     metadata: Mapping[str, Any],
@@ -216,15 +218,15 @@ class _Converter:
 
     def __init__(self, files: TrialFiles, warnings: list[str]) -> None:
         self.files = files
-        self.root = Path(files.real_root)
+        self.root = files.real_root
         self.warnings = warnings
         self.counts: Counter[str] = Counter()
         self.subagents: list[_Trajectory] = []
-        self.seen_files: set[Path] = set()
+        self.seen_files: set[str] = set()  # real paths
         self.seen_embedded: set[str] = set()
-        self.real_paths: set[Path] = set()  # resolved already: shown without resolving
+        self.real_paths: set[str] = set()  # resolved already: shown without resolving
 
-    def _shown(self, path: Path) -> str:
+    def _shown(self, path: str) -> str:
         if path in self.real_paths:
             return shown_real(path, self.root)
         return shown_path(path, self.root)
@@ -232,7 +234,7 @@ class _Converter:
     def convert(
         self,
         doc: Mapping[str, Any],
-        path: Path,
+        path: str,
         *,
         depth: int,
         fallback_agent: Mapping[str, Any],
@@ -253,7 +255,7 @@ class _Converter:
         agent = _agent_of(doc.get("agent"), fallback_agent)
         terminus = terminus_parent or is_terminus(agent["name"])
         claude = not terminus and is_claude_code(agent["name"])
-        prompts = spawn_prompts(s for s in steps if isinstance(s, Mapping))
+        prompts = spawn_prompts(s for s in steps if isinstance(s, JSON_OBJECT))
         main_steps, sidechains = split_sidechains(steps, prompts)
         cleanup = HarborClaudeCleanup() if claude else None
         trajectory = _Trajectory(
@@ -272,7 +274,7 @@ class _Converter:
             tools=[] if terminus else _tool_definitions(doc.get("agent")),
             info=info or {},
             first_timestamp=next(
-                (s.get("timestamp") for s in steps if isinstance(s, Mapping)), None
+                (s.get("timestamp") for s in steps if isinstance(s, JSON_OBJECT)), None
             ),
         )
         self._take(trajectory, cleanup)
@@ -372,7 +374,7 @@ class _Converter:
         self,
         segments: list[Mapping[str, Any]],
         steps: list[Mapping[str, Any]],
-        path: Path,
+        path: str,
         depth: int,
         agent: Mapping[str, Any],
         terminus: bool,
@@ -385,7 +387,8 @@ class _Converter:
                     key = str(sub.get("trajectory_id") or sub.get("session_id") or len(embedded))
                     embedded.setdefault(key, sub)
         if depth >= MAX_SUBAGENT_DEPTH and (embedded or any(True for _ in _refs(steps))):
-            self.warnings.append(f"{path.name}: subagents nested deeper than {depth} ignored")
+            shown = os.path.basename(path)
+            self.warnings.append(f"{shown}: subagents nested deeper than {depth} ignored")
             return
         kwargs = {"depth": depth + 1, "fallback_agent": agent, "terminus_parent": terminus}
         for ref in _refs(steps):
@@ -403,7 +406,7 @@ class _Converter:
             self._embedded(trajectory_id, sub, path, kwargs)
 
     def _embedded(
-        self, trajectory_id: str, sub: Mapping[str, Any], path: Path, kwargs: dict[str, Any]
+        self, trajectory_id: str, sub: Mapping[str, Any], path: str, kwargs: dict[str, Any]
     ) -> None:
         if trajectory_id in self.seen_embedded:
             return
@@ -416,9 +419,9 @@ class _Converter:
             self.convert(sub, path, info=info, follow_continuations=False, **kwargs)
         )
 
-    def _referenced_file(self, ref: Mapping[str, Any], path: Path, kwargs: dict[str, Any]) -> None:
+    def _referenced_file(self, ref: Mapping[str, Any], path: str, kwargs: dict[str, Any]) -> None:
         raw = ref["trajectory_path"]
-        target, refusal = resolve_inside(raw, path.parent, self.root)
+        target, refusal = resolve_inside(raw, os.path.dirname(path), self.root)
         if target is None:
             self.warnings.append(f"{self._shown(path)}: {refusal}")
             return
@@ -429,7 +432,7 @@ class _Converter:
             doc = load_document(self.files, target, shown_real(target, self.root))
         except FileMissing:
             self.warnings.append(
-                f"subagent trajectory {raw} not found (referenced from {path.name})"
+                f"subagent trajectory {raw} not found (referenced from {os.path.basename(path)})"
             )
             return
         except ReaderError as exc:
@@ -466,16 +469,18 @@ def _tool_definitions(raw_agent: Any) -> list[dict[str, Any]] | None:
 
 def _refs(steps: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
     for step in steps:
-        if not isinstance(step, Mapping) or step.get("is_copied_context") is True:
+        if not isinstance(step, JSON_OBJECT) or step.get("is_copied_context") is True:
             continue
         observation = step.get("observation")
-        results = observation.get("results") if isinstance(observation, Mapping) else None
+        results = observation.get("results") if isinstance(observation, JSON_OBJECT) else None
         for result in results if isinstance(results, list) else []:
-            refs = result.get("subagent_trajectory_ref") if isinstance(result, Mapping) else None
-            if isinstance(refs, Mapping):
+            if not isinstance(result, JSON_OBJECT):
+                continue
+            refs = result.get("subagent_trajectory_ref")
+            if refs is not None and isinstance(refs, JSON_OBJECT):
                 refs = [refs]
             for ref in refs or []:
-                if isinstance(ref, Mapping):
+                if isinstance(ref, JSON_OBJECT):
                     yield ref
 
 
@@ -498,7 +503,7 @@ def _usage_of(segments: list[Mapping[str, Any]], steps: list[Mapping[str, Any]])
         values = [
             metrics[theirs]
             for step in steps
-            if isinstance(step, Mapping)
+            if isinstance(step, JSON_OBJECT)
             and step.get("is_copied_context") is not True
             and isinstance(metrics := step.get("metrics"), Mapping)
             and _is_number(metrics.get(theirs))

@@ -43,6 +43,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from transforms.json_text import JSON_OBJECT, python_json
+
 __all__ = ["ERROR_MARKER", "HarborClaudeCleanup", "is_claude_code"]
 
 ERROR_MARKER = "[error] tool reported failure"
@@ -97,7 +99,7 @@ class HarborClaudeCleanup:
         """The tool's text of one observation result (see the module docstring)."""
         metadata = _result_metadata(result, step)
         raw = metadata.get("raw_tool_result")
-        raw = raw if isinstance(raw, Mapping) else {}
+        raw = raw if raw is not None and isinstance(raw, JSON_OBJECT) else {}
         body, errored = self._without_appended(text, metadata.get("tool_use_result"))
         failed = errored or raw.get("is_error") is True or _flag(result, step)
         if failed and call_id and call_id not in self.errored_call_ids:
@@ -110,7 +112,11 @@ class HarborClaudeCleanup:
             text = text[: -len(ERROR_MARKER)].removesuffix(TEXT_JOINER)
             self.counts["error_markers_removed"] += 1
             errored = True
-        exact = chunk_text(tool_use_result) if isinstance(tool_use_result, Mapping) else ""
+        exact = (
+            chunk_text(tool_use_result)
+            if tool_use_result is not None and isinstance(tool_use_result, JSON_OBJECT)
+            else ""
+        )
         if exact and (text == exact or text.endswith(TEXT_JOINER + exact)):
             self.counts["ui_metadata_removed"] += 1
             return text[: -len(exact)].removesuffix(TEXT_JOINER), errored
@@ -149,10 +155,10 @@ def _result_metadata(result: Mapping[str, Any], step: Mapping[str, Any]) -> Mapp
     """`tool_result_metadata` Harbor kept: on the result (v1.7), else on a one-call step (v1.2)."""
     for holder in (result, step):
         extra = holder.get("extra")
-        if isinstance(extra, Mapping):
+        if extra is not None and isinstance(extra, JSON_OBJECT):
             for key in ("tool_result_metadata", "metadata"):
                 metadata = extra.get(key)
-                if isinstance(metadata, Mapping):
+                if metadata is not None and isinstance(metadata, JSON_OBJECT):
                     return metadata
     return {}
 
@@ -161,7 +167,9 @@ def _flag(result: Mapping[str, Any], step: Mapping[str, Any]) -> bool:
     """Harbor's `tool_result_is_error` (result extra in v1.7, step extra in v1.2)."""
     for holder in (result, step):
         extra = holder.get("extra")
-        if isinstance(extra, Mapping) and extra.get("tool_result_is_error") is True:
+        if extra is None or not isinstance(extra, JSON_OBJECT):
+            continue
+        if extra.get("tool_result_is_error") is True:
             return True
     return False
 
@@ -182,7 +190,7 @@ def chunk_text(tool_use_result: Mapping[str, Any]) -> str:
         chunks.append(f"[is_image] {_python_str(tool_use_result['isImage'])}")
     remaining = {k: v for k, v in tool_use_result.items() if k not in _CHUNK_KEYS}
     if remaining:
-        chunks.append(f"[metadata] {json.dumps(remaining, ensure_ascii=False)}")
+        chunks.append(f"[metadata] {python_json(remaining)}")
     return "\n".join(c for c in chunks if c)
 
 
@@ -195,7 +203,7 @@ def harbor_list_text(content: list[Any]) -> str:
     """A list content as Harbor's converter wrote it: items JSON-dumped, stripped, joined."""
     parts = []
     for item in content:
-        text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+        text = item if isinstance(item, str) else python_json(item)
         if text.strip():
             parts.append(text.strip())
     return TEXT_JOINER.join(parts)

@@ -9,11 +9,13 @@ a warning naming the path, and never opened. Every file is opened through the tr
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 from collections.abc import Mapping
 from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -24,7 +26,7 @@ from transforms.readers.confined import FileMissing, TrialFiles, utf8_json
 CONTINUATION_NAME = re.compile(r"\.cont-(\d+)\.json\Z")
 
 
-def load_document(files: TrialFiles, path: Path, shown: str) -> dict[str, Any]:
+def load_document(files: TrialFiles, path: str | Path, shown: str) -> dict[str, Any]:
     """A trajectory JSON object, or `ReaderError` with a one-line reason naming `shown`."""
     data = load_object(files, path, shown)
     if not isinstance(data.get("steps"), list):
@@ -33,7 +35,7 @@ def load_document(files: TrialFiles, path: Path, shown: str) -> dict[str, Any]:
 
 
 def load_object(
-    files: TrialFiles, path: Path, shown: str, warnings: list[str] | None = None
+    files: TrialFiles, path: str | Path, shown: str, warnings: list[str] | None = None
 ) -> dict[str, Any]:
     """A JSON object, or `ReaderError` with a one-line reason naming `shown` (`FileMissing`
     when the file does not exist).
@@ -74,54 +76,56 @@ def _constants_as_null(text: str | bytes, shown: str, warnings: list[str]) -> An
     return data
 
 
-def shown_path(path: Path, root: Path) -> str:
+def shown_path(path: str | Path, root: str | Path) -> str:
     """`path` relative to the root when it is inside it (for messages), else as given."""
     try:
-        return str(path.resolve().relative_to(root))
+        return str(Path(path).resolve().relative_to(root))
     except (ValueError, RuntimeError, OSError):  # outside the root; a symlink loop
         return str(path)
 
 
-def shown_real(path: Path, root: Path) -> str:
+def shown_real(path: str, root: str) -> str:
     """`shown_path` of a path already resolved (by `resolve_inside` or realpath): the same
-    text, without resolving it again."""
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)
+    text, without resolving it again (both are normalised: a string cut, no path parsing)."""
+    if path == root:
+        return "."
+    prefix = root.rstrip(os.sep) + os.sep
+    return path[len(prefix) :] if path.startswith(prefix) else path
 
 
-def resolve_inside(raw: Any, base: Path, root: Path) -> tuple[Path | None, str | None]:
-    """(path, None) for a reference that stays inside `root`, else (None, refusal reason).
-
-    `base` is the folder of the referencing file; `root` must already be resolved.
-    """
+def resolve_inside(raw: Any, base: str, root: str) -> tuple[str | None, str | None]:
+    """(real path, None) for a reference that stays inside `root`, else (None, refusal
+    reason). `base` is the (real) folder of the referencing file; `root` must already be
+    resolved. The path is taken apart as `PurePosixPath` would and resolved as
+    `Path.resolve` does (a symlink loop refused), with string operations."""
     if not isinstance(raw, str) or not raw.strip():
         return None, f"refused trajectory path {raw!r}: not a path"
-    posix = PurePosixPath(raw.replace("\\", "/"))
-    if posix.is_absolute() or Path(raw).is_absolute() or re.match(r"[A-Za-z]:", raw):
+    posix = raw.replace("\\", "/")
+    if posix.startswith("/") or os.path.isabs(raw) or re.match(r"[A-Za-z]:", raw):
         return None, f"refused trajectory path {raw!r}: absolute paths are not read"
-    if ".." in posix.parts:
+    parts = [part for part in posix.split("/") if part and part != "."]
+    if ".." in parts:
         return None, f"refused trajectory path {raw!r}: '..' leaves the trial folder"
-    candidate = base.joinpath(*posix.parts)
+    resolved = os.path.realpath(os.path.join(base, *parts))
     try:
-        resolved = candidate.resolve()
-    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a loop
-        return None, f"refused trajectory path {raw!r}: it cannot be resolved (a symlink loop)"
-    if not resolved.is_relative_to(root):
+        os.stat(resolved)  # what `Path.resolve` does to find a loop `realpath` passes over
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, f"refused trajectory path {raw!r}: it cannot be resolved (a symlink loop)"
+    if not (resolved == root or resolved.startswith(root.rstrip(os.sep) + os.sep)):
         return None, f"refused trajectory path {raw!r}: it resolves outside {root}"
     return resolved, None
 
 
 def load_continuations(
-    doc: Mapping[str, Any], path: Path, files: TrialFiles, seen: set[Path], warnings: list[str]
+    doc: Mapping[str, Any], path: str, files: TrialFiles, seen: set[str], warnings: list[str]
 ) -> list[dict[str, Any]]:
-    """Documents that continue `path`, in order: its `continued_trajectory_ref` chain, then
-    any sibling `<stem>.cont-<n>.json` the chain did not reach, in numeric order.
+    """Documents that continue `path` (a real path), in order: its `continued_trajectory_ref`
+    chain, then any sibling `<stem>.cont-<n>.json` the chain did not reach, in numeric order.
 
     A missing, refused or corrupt continuation is a warning; the chain stops there.
     """
-    root = Path(files.real_root)
+    root = files.real_root
     loaded: list[dict[str, Any]] = []
     current, current_doc = path, doc
     while True:
@@ -130,7 +134,7 @@ def load_continuations(
             ref = ref.get("trajectory_path") or ref.get("path")
         if not ref:
             break
-        target, refusal = resolve_inside(ref, current.parent, root)
+        target, refusal = resolve_inside(ref, os.path.dirname(current), root)
         if target is None:
             warnings.append(f"{shown_path(current, root)}: {refusal}")
             break
@@ -139,7 +143,8 @@ def load_continuations(
         try:
             current_doc = load_document(files, target, shown_real(target, root))
         except FileMissing:
-            warnings.append(f"continuation {ref} not found (referenced from {current.name})")
+            name = os.path.basename(current)
+            warnings.append(f"continuation {ref} not found (referenced from {name})")
             break
         except ReaderError as exc:
             seen.add(target)
@@ -148,17 +153,15 @@ def load_continuations(
         seen.add(target)
         current = target
         loaded.append(current_doc)
-    if CONTINUATION_NAME.search(path.name):
+    folder, name = os.path.split(path)
+    if CONTINUATION_NAME.search(name):
         return loaded
-    stem = path.name.removesuffix(".json")
-    index = files.memo(
-        ("atif-continuations", str(path.parent)), partial(_continuations, files, path.parent)
-    )
-    for _, name in index.get(stem, ()):
-        sibling = path.parent / name
-        target, refusal = resolve_inside(sibling.name, path.parent, root)
+    stem = name.removesuffix(".json")
+    index = files.memo(("atif-continuations", folder), partial(_continuations, files, folder))
+    for _, sibling_name in index.get(stem, ()):
+        target, refusal = resolve_inside(sibling_name, folder, root)
         if target is None:
-            warnings.append(f"{shown_path(sibling, root)}: {refusal}")
+            warnings.append(f"{shown_path(os.path.join(folder, sibling_name), root)}: {refusal}")
             continue
         if target in seen:
             continue
@@ -170,7 +173,7 @@ def load_continuations(
     return loaded
 
 
-def _continuations(files: TrialFiles, folder: Path) -> dict[str, list[tuple[int, str]]]:
+def _continuations(files: TrialFiles, folder: str) -> dict[str, list[tuple[int, str]]]:
     """The `<stem>.cont-<n>.json` files of `folder` by stem, each list in numeric order:
     built once per folder, so a folder of n trajectories is not listed n times."""
     index: dict[str, list[tuple[int, str]]] = {}

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from transforms.json_text import JSON_OBJECT
 from transforms.readers.atif_claude import HarborClaudeCleanup
 from transforms.readers.bundle import ReaderError
 from transforms.readers.conversation import JOINER, Message, ensure_prompt, normalise_roles
@@ -72,24 +73,23 @@ def steps_to_messages(
     messages: list[Message] = []
     dropped: Counter[str] = Counter()
     for step in steps:
-        if not isinstance(step, Mapping):
+        if not isinstance(step, JSON_OBJECT):
             dropped["not a JSON object"] += 1
             continue
         if step.get("is_copied_context") is True:
             dropped["copied context (is_copied_context, an SFT rule)"] += 1
             continue
         source = step.get("source")
-        where = f"{label} step {step.get('step_id')}"
         if source == "agent":
             if step.get("llm_call_count") == 0:
                 dropped["no model call (llm_call_count 0, an SFT rule)"] += 1
                 continue
             messages.extend(_agent_step(step, terminus, label, warnings, cleanup))
         elif source == "user":
-            content = as_text(step.get("message"), f"{where}: message")
+            content = _text(step.get("message"), label, step, "message")
             messages.append({"role": "user", "content": content})
         elif source == "system":
-            messages.extend(_system_step(step, messages, terminus, where))
+            messages.extend(_system_step(step, messages, terminus, label))
         else:
             dropped[f"unknown source {source!r}"] += 1
     for reason, count in dropped.items():
@@ -98,43 +98,60 @@ def steps_to_messages(
     return normalise_roles(with_prompt, counts, subagent=subagent)
 
 
+def _where(label: str, step: Mapping[str, Any]) -> str:
+    """The step as messages name it (built only when a message needs it)."""
+    return f"{label} step {step.get('step_id')}"
+
+
+def _text(value: Any, label: str, step: Mapping[str, Any], field: str) -> str:
+    """`as_text(value, "<where>: <field>")`, the name built only for content that is not
+    already text."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return as_text(value, f"{_where(label, step)}: {field}")
+
+
 def _wrong(where: str, value: Any, expected: str) -> ReaderError:
     return ReaderError(f"{where} is a JSON {json_type(value)}, expected {expected}")
 
 
-def _objects(value: Any, where: str, item: str) -> list[Mapping[str, Any]]:
-    """A list of JSON objects (null = none); anything else is refused naming `where`."""
+def _objects(value: Any, where: Callable[[], str], item: str) -> list[Mapping[str, Any]]:
+    """A list of JSON objects (null = none); anything else is refused naming `where()`."""
     if value is None:
         return []
     if not isinstance(value, list):
-        raise _wrong(where, value, "an array")
+        raise _wrong(where(), value, "an array")
     for number, entry in enumerate(value, 1):
-        if not isinstance(entry, Mapping):
-            raise _wrong(f"{where} {item} {number}", entry, "an object")
+        if not isinstance(entry, JSON_OBJECT):
+            raise _wrong(f"{where()} {item} {number}", entry, "an object")
     return value
 
 
-def _results(step: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
+def _results(step: Mapping[str, Any], label: str) -> list[Mapping[str, Any]]:
     observation = step.get("observation")
     if observation is None:
         return []
-    if not isinstance(observation, Mapping):
-        raise _wrong(f"{where}: observation", observation, "an object")
-    return _objects(observation.get("results"), f"{where}: observation results", "item")
+    if not isinstance(observation, JSON_OBJECT):
+        raise _wrong(f"{_where(label, step)}: observation", observation, "an object")
+    results = observation.get("results")
+    return _objects(results, lambda: f"{_where(label, step)}: observation results", "item")
 
 
-def _calls(step: Mapping[str, Any], where: str) -> list[Message]:
+def _calls(step: Mapping[str, Any], label: str) -> list[Message]:
     """The step's calls. ATIF's `tool_call_id` / `function_name` / `arguments`; an OpenAI-shaped
     call (`id`, `function{name, arguments}`) in a non-conformant file is read too (the reader
     warns about the shape, see `atif_schema`)."""
-    calls = _objects(step.get("tool_calls"), f"{where}: tool_calls", "item")
+    calls = _objects(step.get("tool_calls"), lambda: f"{_where(label, step)}: tool_calls", "item")
     out: list[Message] = []
     for number, call in enumerate(calls, 1):
         function = call.get("function")
-        function = function if isinstance(function, Mapping) else {}
+        function = function if function is not None and isinstance(function, JSON_OBJECT) else {}
         arguments = call.get("arguments", function.get("arguments"))
-        if arguments is not None and not isinstance(arguments, str | Mapping):
-            raise _wrong(f"{where}: tool call {number} arguments", arguments, "an object")
+        if arguments is not None and not isinstance(arguments, str | dict | Mapping):
+            where = f"{_where(label, step)}: tool call {number} arguments"
+            raise _wrong(where, arguments, "an object")
         name = call.get("function_name") or call.get("name") or function.get("name")
         out.append(
             {
@@ -153,11 +170,10 @@ def _agent_step(
     warnings: list[str],
     cleanup: HarborClaudeCleanup | None = None,
 ) -> list[Message]:
-    where = f"{label} step {step.get('step_id')}"
-    message = as_text(step.get("message"), f"{where}: message")
-    reasoning = as_text(step.get("reasoning_content"), f"{where}: reasoning_content")
-    calls = _calls(step, where)
-    results = _results(step, where)
+    message = _text(step.get("message"), label, step, "message")
+    reasoning = _text(step.get("reasoning_content"), label, step, "reasoning_content")
+    calls = _calls(step, label)
+    results = _results(step, label)
     clean: ResultCleaner | None = None
     if cleanup is not None:
         message, reasoning = cleanup.agent_text(message, reasoning, calls)
@@ -170,7 +186,7 @@ def _agent_step(
         out: list[Message] = [
             {"role": "assistant", "content": content, "reasoning_content": reasoning}
         ]
-        texts = (_result_text(r, n, where) for n, r in enumerate(results, 1))
+        texts = (_result_text(r, n, label, step) for n, r in enumerate(results, 1))
         observation = JOINER.join(t for t in texts if t)
         if observation:
             out.append({"role": "user", "content": observation})
@@ -178,12 +194,13 @@ def _agent_step(
     assistant: Message = {"role": "assistant", "content": message, "reasoning_content": reasoning}
     if not calls:
         # text actions (no function calling): what the environment answered is a user turn
-        texts = (_result_text(r, n, where) for n, r in enumerate(results, 1))
+        texts = (_result_text(r, n, label, step) for n, r in enumerate(results, 1))
         observation = JOINER.join(t for t in texts if t)
         return [assistant, {"role": "user", "content": observation}] if observation else [assistant]
     assistant["tool_calls"] = calls
-    answers, extra = _split_answers(align_results(calls, results, where, clean), calls)
+    answers, extra = _split_answers(align_results(calls, results, label, step, clean), calls)
     if extra:
+        where = _where(label, step)
         warnings.append(
             f"{where}: {len(extra)} observation result(s) answer no tool call of the step "
             "(or one already answered); kept as text after the tool results"
@@ -208,14 +225,20 @@ def _split_answers(
     return kept, extra
 
 
-def _result_text(result: Mapping[str, Any], number: int, where: str) -> str:
-    return as_text(result.get("content"), f"{where}: observation result {number} content")
+def _result_text(
+    result: Mapping[str, Any], number: int, label: str, step: Mapping[str, Any]
+) -> str:
+    content = result.get("content")
+    if isinstance(content, str):
+        return content
+    return _text(content, label, step, f"observation result {number} content")
 
 
 def align_results(
     calls: list[Message],
     results: list[Mapping[str, Any]],
-    where: str = "step",
+    label: str,
+    step: Mapping[str, Any],
     clean: ResultCleaner | None = None,
 ) -> list[Message]:
     """One tool message per result, in the order of the calls they answer.
@@ -224,7 +247,7 @@ def align_results(
     unanswered, in order; a result matching no call is still kept (after the others).
     `clean` turns a result's text into the tool's own text (Harbor's Claude Code chunks).
     """
-    texts = {id(r): _result_text(r, n, where) for n, r in enumerate(results, 1)}
+    texts = {id(r): _result_text(r, n, label, step) for n, r in enumerate(results, 1)}
     by_id: dict[str, list[Mapping[str, Any]]] = {}
     anonymous: list[Mapping[str, Any]] = []
     for result in results:
@@ -259,19 +282,19 @@ def _tool_message(content: str, call_id: str, name: str) -> Message:
 
 
 def _system_step(
-    step: Mapping[str, Any], so_far: list[Message], terminus: bool, where: str
+    step: Mapping[str, Any], so_far: list[Message], terminus: bool, label: str
 ) -> list[Message]:
     """Leading system steps are the system prompt; later ones (notes, compaction markers) are
     dropped, but their observations are kept: as tool results of the last assistant's calls
     when they answer one, otherwise as user messages."""
     out: list[Message] = []
-    message = as_text(step.get("message"), f"{where}: message")
+    message = _text(step.get("message"), label, step, "message")
     if all(m["role"] == "system" for m in so_far):
         out.append({"role": "system", "content": message})
     last = next((m for m in reversed(so_far) if m["role"] == "assistant"), None)
     call_names = {c["id"]: c["name"] for c in (last or {}).get("tool_calls") or [] if c["id"]}
-    for number, result in enumerate(_results(step, where), 1):
-        content = _result_text(result, number, where)
+    for number, result in enumerate(_results(step, label), 1):
+        content = _result_text(result, number, label, step)
         call_id = str(result.get("source_call_id") or "")
         if not terminus and call_id in call_names:
             out.append(_tool_message(content, call_id, call_names[call_id]))
@@ -395,4 +418,4 @@ def _arguments(arguments: Any) -> Mapping[str, Any]:
             arguments = orjson.loads(arguments)
         except orjson.JSONDecodeError:
             return {}
-    return arguments if isinstance(arguments, Mapping) else {}
+    return arguments if isinstance(arguments, JSON_OBJECT) else {}

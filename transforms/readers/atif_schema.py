@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from transforms.json_text import JSON_OBJECT
 from transforms.readers.source_files import json_type
 
 __all__ = ["MAX_PROBLEMS", "SOURCES", "schema_problems"]
@@ -54,7 +55,7 @@ def _document_problems(doc: Mapping[str, Any]) -> list[str]:
 
 def _step_problems(step: Any, number: int) -> list[str]:
     where = f"step {number}"
-    if not isinstance(step, Mapping):
+    if not isinstance(step, JSON_OBJECT):
         return [f"{where} is a JSON {json_type(step)}, expected an object"]
     problems = []
     source = step.get("source")
@@ -69,14 +70,14 @@ def _step_problems(step: Any, number: int) -> list[str]:
     for index, call in enumerate(calls if isinstance(calls, list) else [], 1):
         problems.extend(_call_problems(call, f"{where} tool call {index}"))
     observation = step.get("observation")
-    if observation is not None and not isinstance(observation, Mapping):
+    if observation is not None and not isinstance(observation, JSON_OBJECT):
         kind = json_type(observation)
         problems.append(f"{where}: `observation` is a JSON {kind}, expected an object")
     return problems
 
 
 def _call_problems(call: Any, where: str) -> list[str]:
-    if not isinstance(call, Mapping):
+    if not isinstance(call, JSON_OBJECT):
         return [f"{where} is a JSON {json_type(call)}, expected an object"]
     name = call.get("function_name")
     if isinstance(name, str) and name:

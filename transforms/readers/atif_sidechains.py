@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from transforms.json_text import JSON_OBJECT
+
 WARMUP_PROMPT = "Warmup"
 SPAWNING_TOOLS = frozenset({"Task", "Agent"})
 _ID_KEYS = ("agent_id", "agentId", "sidechain_id")
@@ -58,20 +60,22 @@ class Sidechain:
 
 
 def is_sidechain_step(step: Any) -> bool:
-    extra = step.get("extra") if isinstance(step, Mapping) else None
-    return isinstance(extra, Mapping) and extra.get("is_sidechain") is True
+    extra = step.get("extra") if isinstance(step, JSON_OBJECT) else None
+    if extra is None or not isinstance(extra, JSON_OBJECT):
+        return False
+    return extra.get("is_sidechain") is True
 
 
 def spawn_prompts(steps: Iterable[Any]) -> dict[str, str]:
     """`prompt` argument -> call id, for the `Task` / `Agent` calls of these steps."""
     prompts: dict[str, str] = {}
     for step in steps:
-        calls = step.get("tool_calls") if isinstance(step, Mapping) else None
+        calls = step.get("tool_calls") if isinstance(step, JSON_OBJECT) else None
         for call in calls if isinstance(calls, list) else []:
-            if not isinstance(call, Mapping) or call.get("function_name") not in SPAWNING_TOOLS:
+            if not isinstance(call, JSON_OBJECT) or call.get("function_name") not in SPAWNING_TOOLS:
                 continue
             arguments = call.get("arguments")
-            prompt = arguments.get("prompt") if isinstance(arguments, Mapping) else None
+            prompt = arguments.get("prompt") if isinstance(arguments, JSON_OBJECT) else None
             if isinstance(prompt, str) and prompt:
                 prompts.setdefault(prompt, str(call.get("tool_call_id") or ""))
     return prompts

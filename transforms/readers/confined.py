@@ -52,6 +52,7 @@ __all__ = [
     "OverBudget",
     "ReadLimits",
     "TrialFiles",
+    "child_path",
     "decode_text",
     "utf8_head",
     "utf8_json",
@@ -158,6 +159,25 @@ def _kind(mode: int) -> str:
 
 def _inside(real: str, real_root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def child_path(folder: str | os.PathLike[str], name: str) -> str:
+    """`str(Path(folder) / name)` for a `Path`, or a string as `str(Path(...))` spells it,
+    and a plain name, without pathlib (per-file paths of a trial are built this way)."""
+    text = os.fspath(folder)
+    return name if text == "." else os.path.join(text, name)
+
+
+def _below(absolute: str, root: str) -> str | None:
+    """`os.path.relpath(absolute, root)` in `/` form when the normalised absolute path
+    `absolute` is `root` or inside it (a string cut: no path parsing), else None."""
+    if absolute == root:
+        return "."
+    prefix = root.rstrip(os.sep) + os.sep
+    if not absolute.startswith(prefix):
+        return None
+    inner = absolute[len(prefix) :]
+    return inner if os.sep == "/" else inner.replace(os.sep, "/")
 
 
 _REAL_FOLDERS: dict[str, str] = {}  # a trial's parent (its job) -> real path, per process
@@ -277,12 +297,11 @@ class TrialFiles:
     def shown(self, path: str | os.PathLike[str]) -> str:
         """`path` relative to the root (as the reader built it, else by its real path)."""
         absolute = os.path.abspath(path)
-        if _inside(absolute, self._abs_root):
-            return Path(os.path.relpath(absolute, self._abs_root)).as_posix()
-        real = self._real(absolute)
-        if _inside(real, self.real_root):
-            return Path(os.path.relpath(real, self.real_root)).as_posix()
-        return os.fspath(path)
+        inner = _below(absolute, self._abs_root)
+        if inner is not None:
+            return inner
+        inner = _below(self._real(absolute), self.real_root)
+        return os.fspath(path) if inner is None else inner
 
     def take_warnings(self) -> list[str]:
         """The warnings gathered so far (each once), and forget them."""

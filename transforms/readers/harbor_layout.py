@@ -22,7 +22,13 @@ from pathlib import Path
 import orjson
 
 from transforms.readers.bundle import ReaderError
-from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles, utf8_json
+from transforms.readers.confined import (
+    DEFAULT_LIMITS,
+    ReadLimits,
+    TrialFiles,
+    child_path,
+    utf8_json,
+)
 
 __all__ = [
     "HEAD_BYTES",
@@ -53,10 +59,10 @@ def is_trial(
     """A trial has agent/ or verifier/, or a result.json that names its trial or task.
     `files` (rooted at `folder`) is used for the probes when given."""
     files = files or TrialFiles(folder, limits)
-    if files.is_dir(folder / "agent") or files.is_dir(folder / "verifier"):
+    if files.is_dir(child_path(folder, "agent")) or files.is_dir(child_path(folder, "verifier")):
         return True
     try:
-        head = files.head(folder / "result.json", HEAD_BYTES)
+        head = files.head(child_path(folder, "result.json"), HEAD_BYTES)
     except ReaderError:
         return False
     return b'"trial_name"' in head or b'"task_name"' in head

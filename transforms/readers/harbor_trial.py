@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 from transforms.readers.atif import records_from_atif
 from transforms.readers.atif_files import load_object
 from transforms.readers.bundle import Bundle, ReaderError, layout_instance_id, new_bundle
-from transforms.readers.confined import DEFAULT_LIMITS, FileMissing, ReadLimits, TrialFiles
+from transforms.readers.confined import (
+    DEFAULT_LIMITS,
+    FileMissing,
+    ReadLimits,
+    TrialFiles,
+    child_path,
+)
 from transforms.readers.context import NativeLogReader, NativeRecords, ReadContext
 from transforms.readers.im_builder import date_of
 from transforms.readers.known_formats import describe_agent_logs
@@ -73,34 +79,39 @@ Records = list[dict[str, Any]]
 
 
 def read_trial(
-    trial_dir: Path,
+    trial_dir: str | Path,
     job: str | None = None,
     limits: ReadLimits = DEFAULT_LIMITS,
     files: TrialFiles | None = None,
 ) -> Bundle:
     """The bundle of one trial; `job` is the Harbor job name (None when unknown). `files`, a
-    `TrialFiles` rooted at `trial_dir` with no pending warnings, is used when given."""
-    source = str(trial_dir)
-    files = files or TrialFiles(trial_dir, limits)
+    `TrialFiles` rooted at `trial_dir` with no pending warnings, is used when given.
+    Paths inside the trial are built as strings (`child_path`), not parsed by pathlib."""
+    path = Path(trial_dir)
+    source, name = str(path), path.name
+    files = files or TrialFiles(path, limits)
     warnings: list[str] = []
     try:
-        result = _load_object(files, trial_dir / "result.json", "result.json", warnings)
+        result = _load_object(files, child_path(source, "result.json"), "result.json", warnings)
     except ReaderError as exc:
-        instance_id = layout_instance_id(trial_dir.name)
+        instance_id = layout_instance_id(name)
         return new_bundle(instance_id, source, "harbor", [], job=job, warnings=[str(exc)])
     if result is None:
-        if not (files.is_dir(trial_dir / "agent") or files.is_dir(trial_dir / "verifier")):
-            return _not_a_trial(files, trial_dir, job)
+        agent_or_verifier = files.is_dir(child_path(source, "agent")) or files.is_dir(
+            child_path(source, "verifier")
+        )
+        if not agent_or_verifier:
+            return _not_a_trial(files, path, job)
         warnings.append("result.json missing: no trial result (rewards from verifier/ only)")
         result = {}
-    config = _config(files, trial_dir, result)
-    instance_id = layout_instance_id(trial_dir.name)  # `trial_name` is metadata, not identity
+    config = _config(files, source, result)
+    instance_id = layout_instance_id(name)  # `trial_name` is metadata, not identity
     rewards, reward_source = trial_rewards(result, files, warnings)
     agent = _agent(result, config)
     metadata = _metadata(result, config, job, agent, rewards, reward_source)
     usage = _usage(result)
     records, log_warnings, log_format = _agent_records(
-        files, trial_dir, instance_id, agent, {**metadata, "warnings": list(warnings)}, usage
+        files, source, instance_id, agent, {**metadata, "warnings": list(warnings)}, usage
     )
     # with no records, the reason (no log, corrupt trajectory) leads: it is why the trial fails
     warnings = [*warnings, *log_warnings] if records else [*log_warnings, *warnings]
@@ -146,20 +157,20 @@ def trial_rewards(
     `files` is rooted at the trial; reward files it refuses are absent (with a warning).
     """
     try:
-        return _rewards(result, files.root / "verifier", files, warnings)
+        return _rewards(result, child_path(str(files.root), "verifier"), files, warnings)
     finally:
         warnings.extend(files.take_warnings())
 
 
 def _rewards(
-    result: Mapping[str, Any], verifier_dir: Path, files: TrialFiles, warnings: list[str]
+    result: Mapping[str, Any], verifier_dir: str, files: TrialFiles, warnings: list[str]
 ) -> tuple[dict[str, float] | None, str | None]:
     verifier_result = result.get("verifier_result")
     if isinstance(verifier_result, Mapping) and isinstance(verifier_result.get("rewards"), Mapping):
         rewards = _numeric(verifier_result["rewards"], "result.json verifier_result", warnings)
         if rewards:
             return rewards, "result.json"
-    reward_json = verifier_dir / "reward.json"
+    reward_json = child_path(verifier_dir, "reward.json")
     if files.is_file(reward_json):
         try:
             data = _load_object(files, reward_json, "verifier/reward.json", warnings)
@@ -169,7 +180,7 @@ def _rewards(
         rewards = _numeric(data or {}, "verifier/reward.json", warnings)
         if rewards:
             return rewards, "reward.json"
-    reward_txt = verifier_dir / "reward.txt"
+    reward_txt = child_path(verifier_dir, "reward.txt")
     if files.is_file(reward_txt):
         try:
             text = files.read_text(reward_txt).strip()
@@ -223,7 +234,7 @@ def _range_problem(value: float) -> str | None:
 
 
 def _load_object(
-    files: TrialFiles, path: Path, shown: str, warnings: list[str] | None = None
+    files: TrialFiles, path: str, shown: str, warnings: list[str] | None = None
 ) -> dict[str, Any] | None:
     """A JSON object from `path`; None when the file is absent; ReaderError when corrupt,
     refused (outside the trial, not a regular file, over the size cap) or not an object.
@@ -234,13 +245,13 @@ def _load_object(
         return None
 
 
-def _config(files: TrialFiles, trial_dir: Path, result: Mapping[str, Any]) -> Mapping[str, Any]:
+def _config(files: TrialFiles, trial_dir: str, result: Mapping[str, Any]) -> Mapping[str, Any]:
     """The trial config: a copy lives in result.json; config.json is the fallback."""
     config = result.get("config")
     if isinstance(config, Mapping):
         return config
     try:
-        return _load_object(files, trial_dir / "config.json", "config.json") or {}
+        return _load_object(files, child_path(trial_dir, "config.json"), "config.json") or {}
     except ReaderError:
         return {}
 
@@ -300,14 +311,14 @@ def _usage(result: Mapping[str, Any]) -> dict[str, Any]:
 
 def _agent_records(
     files: TrialFiles,
-    trial_dir: Path,
+    trial_dir: str,
     instance_id: str,
     agent: dict[str, Any],
     metadata: dict[str, Any],
     usage: dict[str, Any],
 ) -> tuple[Records, list[str], str]:
     """(records, warnings, bundle format): ATIF first, then the native log readers."""
-    agent_dir = trial_dir / "agent"
+    agent_dir = child_path(trial_dir, "agent")
     warnings: list[str] = []
     if not files.is_dir(agent_dir):
         warnings.extend(files.take_warnings())
@@ -315,7 +326,7 @@ def _agent_records(
         return [], warnings, "harbor"
     found_instruction = task_instruction(files, agent_dir)
     instruction = found_instruction[0] if found_instruction else None
-    trajectory = agent_dir / "trajectory.json"
+    trajectory = child_path(agent_dir, "trajectory.json")
     if files.is_file(trajectory):
         try:
             started = metadata.get("started_at")
@@ -335,9 +346,10 @@ def _agent_records(
         else:
             return records, atif_warnings, "harbor-atif"
     warnings.extend(files.take_warnings())
+    native_dir = Path(agent_dir)  # the native readers take a Path
     for name in NATIVE_LOG_MODULES:
         ctx = ReadContext(files, instance_id, dict(agent), dict(metadata), dict(usage), instruction)
-        found = _native_records(name, ctx, agent_dir)
+        found = _native_records(name, ctx, native_dir)
         warnings.extend(files.take_warnings())
         if isinstance(found, str):
             warnings.append(found)
@@ -345,7 +357,7 @@ def _agent_records(
             records, native_warnings = found
             agent_format = _NATIVE_FORMATS.get(name, name.replace("_", "-"))
             return records, [*warnings, *native_warnings], f"harbor-{agent_format}"
-    described = describe_agent_logs(files, agent_dir)
+    described = describe_agent_logs(files, native_dir)
     warnings.extend(files.take_warnings())
     if described is not None:
         warnings.append(f"no agent log trajcurate reads in {trial_dir}/agent: it holds {described}")

@@ -75,9 +75,24 @@ def utc_moment(timestamp: Any) -> dt.datetime | None:
     return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
 
 
+# An ISO 8601 text already in UTC (`Z`, `+00:00` or no offset) with 0, 3 or 6 fraction
+# digits: its UTC form is its own digits (once `fromisoformat` has found them a valid time).
+_UTC_TEXT = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]{6}|\.[0-9]{3})?(?:Z|\+00:00)?"
+)
+
+
 def utc_timestamp(timestamp: Any) -> str | None:
     """A timestamp as the one form IM records carry: ISO 8601 in UTC with microseconds and
     `Z` (`2026-05-26T00:21:11.642229Z`); None when `timestamp` is none (see `utc_moment`)."""
+    found = _UTC_TEXT.fullmatch(timestamp) if isinstance(timestamp, str) else None
+    if found is not None:  # the common case, without building the text from a datetime
+        try:
+            dt.datetime.fromisoformat(timestamp)
+        except ValueError:
+            return None
+        fraction = found.group(2) or "."
+        return f"{found.group(1)}{fraction.ljust(7, '0')}Z"
     moment = utc_moment(timestamp)
     if moment is None:
         return None
@@ -200,13 +215,21 @@ def _reasoning_fields(message: Mapping[str, Any], what: str) -> str:
 
 def arguments_json(arguments: Any) -> str:
     """Tool-call arguments as the JSON string IM requires (a string that is JSON stays)."""
+    return _arguments(arguments)[0]
+
+
+def _arguments(arguments: Any) -> tuple[str, Any]:
+    """(`arguments_json(arguments)`, the value that string holds): the value is what
+    `orjson.loads` reads back from the string, without reading it back."""
     if isinstance(arguments, str):
         try:
-            orjson.loads(arguments)
+            value = orjson.loads(arguments)
         except orjson.JSONDecodeError:
-            return orjson.dumps({"raw": arguments}).decode()
-        return arguments
-    return orjson.dumps(arguments if arguments is not None else {}).decode()
+            raw = {"raw": arguments}
+            return orjson.dumps(raw).decode(), raw
+        return arguments, value
+    value = arguments if arguments is not None else {}
+    return orjson.dumps(value).decode(), value
 
 
 def _split_think(content: str, reasoning: str) -> tuple[str, str]:
@@ -217,33 +240,43 @@ def _split_think(content: str, reasoning: str) -> tuple[str, str]:
     return content[match.end() :], (reasoning + "\n" + thought).strip() if reasoning else thought
 
 
-def _normalise(message: Mapping[str, Any]) -> dict[str, Any]:
+def _normalise(
+    message: Mapping[str, Any], tool_keys: dict[str, set[str]] | None = None
+) -> dict[str, Any]:
+    """The IM message; with `tool_keys`, each call's argument names are added under its
+    function name (what `tools_from_calls` reads back from the arguments' JSON)."""
     role = message["role"]
-    content = as_text(message.get("content"), f"{role} message content")
+    content = message.get("content")
+    if not isinstance(content, str):  # the message's name is built only when it is needed
+        content = as_text(content, f"{role} message content")
     out: dict[str, Any] = {"role": role, "content": content}
     if message.get("name"):
         out["name"] = str(message["name"])
     if role == "assistant":
-        reasoning = as_text(message.get("reasoning_content"), "assistant reasoning_content")
+        reasoning = message.get("reasoning_content")
+        if not isinstance(reasoning, str):
+            reasoning = as_text(reasoning, "assistant reasoning_content")
         content, reasoning = _split_think(content, reasoning)
         out["content"] = content
         out["reasoning_content"] = reasoning
         calls = message.get("tool_calls") or []
         if calls:
-            out["tool_calls"] = [
-                {
-                    "id": str(call.get("id") or ""),
-                    "type": "function",
-                    "function": {
-                        "name": str(call.get("name") or ""),
-                        "arguments": arguments_json(call.get("arguments")),
-                    },
-                }
-                for call in calls
-            ]
+            out["tool_calls"] = [_call(call, tool_keys) for call in calls]
     elif role == "tool":
         out["tool_call_id"] = str(message.get("tool_call_id") or "")
     return out
+
+
+def _call(call: Mapping[str, Any], tool_keys: dict[str, set[str]] | None) -> dict[str, Any]:
+    name = str(call.get("name") or "")
+    arguments, value = _arguments(call.get("arguments"))
+    if tool_keys is not None:
+        tool_keys.setdefault(name, set()).update(value if isinstance(value, dict) else {})
+    return {
+        "id": str(call.get("id") or ""),
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
 
 
 def _fill_call_ids(messages: list[dict[str, Any]], instance_id: str) -> None:
@@ -282,6 +315,11 @@ def tools_from_calls(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, An
             except orjson.JSONDecodeError:
                 args = {}
             seen.setdefault(name, set()).update(args if isinstance(args, dict) else {})
+    return _tools(seen)
+
+
+def _tools(seen: Mapping[str, set[str]]) -> list[dict[str, Any]]:
+    """The tool list of the calls seen: function name -> the argument names they used."""
     return [
         {
             "type": "function",
@@ -319,12 +357,13 @@ def build_im_record(
     extra_unique_info: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One IM record. `agent` = {name, version, model}; its scaffold goes into metadata."""
-    normalised = [_normalise(m) for m in messages]
+    tool_keys: dict[str, set[str]] | None = {} if tools is None and rebuild_tools else None
+    normalised = [_normalise(m, tool_keys) for m in messages]
     if not normalised or normalised[0]["role"] != "system":
         normalised.insert(0, {"role": "system", "content": ""})
     _fill_call_ids(normalised, instance_id)
-    if tools is None and rebuild_tools:
-        tools = tools_from_calls(normalised)
+    if tool_keys is not None:  # the calls' names and argument names, seen as serialised
+        tools = _tools(tool_keys)
     instance_metadata = with_utc_timestamps(metadata or {})
     if agent:
         instance_metadata["agent"] = dict(agent)

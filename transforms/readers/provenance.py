@@ -63,7 +63,11 @@ def relative_to(path: str, base: str) -> str:
     if _remote(base) or _remote(path):
         prefix = base.rstrip("/") + "/"
         return path[len(prefix) :] if path.startswith(prefix) else posixpath.basename(path)
-    shown = os.path.relpath(os.path.abspath(path), os.path.abspath(base))
+    absolute, root = os.path.abspath(path), os.path.abspath(base)
+    if absolute.startswith(root.rstrip(os.sep) + os.sep):  # below: a cut, not `relpath`
+        shown = absolute[len(root.rstrip(os.sep)) + 1 :]
+        return shown if os.sep == "/" else shown.replace(os.sep, "/")
+    shown = os.path.relpath(absolute, root)
     if shown == ".." or shown.startswith(".." + os.sep) or os.path.isabs(shown):
         return os.path.basename(path)
     return PurePosixPath(Path(shown)).as_posix()

@@ -11,9 +11,9 @@ file is there or none parses.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
-from pathlib import Path
 
 from transforms.readers.bundle import ReaderError
 from transforms.readers.confined import FileMissing, TrialFiles
@@ -26,23 +26,33 @@ _SHELL_FLAGS = frozenset({"-c", "-lc", "-ic", "-lic"})
 _MAX_DEPTH = 3
 
 
-def task_instruction(files: TrialFiles, agent_dir: Path) -> tuple[str, str] | None:
+def task_instruction(
+    files: TrialFiles, agent_dir: str | os.PathLike[str]
+) -> tuple[str, str] | None:
     """(instruction, the command file it came from, relative to the trial), or None."""
-    folders = [p for p in files.glob(agent_dir, "command-*", dirs=True) if _number(p) >= 0]
+    folder_of = os.fspath(agent_dir)
+    # `files.glob(agent_dir, "command-*", dirs=True)`: the names matched before any probe
+    folders = [
+        os.path.join(folder_of, name)
+        for name in files.list_names(folder_of)
+        if name.startswith("command-") and files.is_dir(os.path.join(folder_of, name))
+    ]
+    folders = [folder for folder in folders if _number(folder) >= 0]
     for folder in sorted(folders, key=_number, reverse=True):
-        path = folder / COMMAND_FILE
+        path = os.path.join(folder, COMMAND_FILE)
         try:
             command = files.read_text(path)
         except (FileMissing, ReaderError):
             continue
         found = _longest_text_argument(command, 0)
         if found:
-            return found, f"{agent_dir.name}/{folder.name}/{COMMAND_FILE}"
+            name = os.path.basename(folder_of)
+            return found, f"{name}/{os.path.basename(folder)}/{COMMAND_FILE}"
     return None
 
 
-def _number(folder: Path) -> int:
-    match = _COMMAND_DIR.match(folder.name)
+def _number(folder: str) -> int:
+    match = _COMMAND_DIR.match(os.path.basename(folder))
     return int(match.group(1)) if match else -1
 
 

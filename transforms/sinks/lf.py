@@ -48,14 +48,13 @@ reported by kind (see `RESHAPE_KINDS`); a record is dropped (None) only for a ki
 
 from __future__ import annotations
 
-import functools
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scorers.im import agent_type
+from transforms.json_text import json_value, python_json
 from transforms.sinks.lf_render import RENDER_KINDS, RENDERED_NOTE, render_with_chat_template
 from transforms.sinks.schema import lf_metadata
 
@@ -185,7 +184,7 @@ class LfSettings:
 DEFAULT_LF = LfSettings()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Turn:
     role: str
     texts: list[str] = field(default_factory=list)
@@ -324,7 +323,7 @@ def _arguments(raw: Any, kinds: list[str]) -> Any:
     if not raw.strip():
         return {}
     try:
-        return json.loads(raw)
+        return json_value(raw)
     except ValueError:
         kinds.append("arguments_not_json")
         return raw
@@ -503,18 +502,28 @@ def _formatter_split(content: str, settings: LfSettings) -> tuple[str, str]:
     splits a function_call content: the first tool-call span holds the JSON and the rest
     (every copy of that span removed) is the text; without one, the first thought span is
     the text and the rest the JSON; without either, the whole content is the JSON."""
-    found = _marker_pattern(*settings.tool_call_words).search(content)
+    found = _first_span(content, *settings.tool_call_words)
     if found is not None:
-        return content.replace(found.group(0), ""), found.group(1)
-    thought = _marker_pattern(*settings.thought_words).search(content)
+        span, inside = found
+        return content.replace(span, ""), inside
+    thought = _first_span(content, *settings.thought_words)
     if thought is not None:
-        return thought.group(0), content.replace(thought.group(0), "")
+        return thought[0], content.replace(thought[0], "")
     return "", content
 
 
-@functools.lru_cache(maxsize=16)
-def _marker_pattern(opening: str, closing: str) -> re.Pattern[str]:
-    return re.compile(f"{re.escape(opening)}(.*?){re.escape(closing)}", re.DOTALL)
+def _first_span(content: str, opening: str, closing: str) -> tuple[str, str] | None:
+    """(span, what is inside it) of the first `opening … closing` span, the closing the
+    first one after the opening: the regex `opening(.*?)closing` (DOTALL) as `search`
+    finds it, by `str.find` (if the first opening has no closing after it, none has)."""
+    start = content.find(opening)
+    if start < 0:
+        return None
+    inner = start + len(opening)
+    end = content.find(closing, inner)
+    if end < 0:
+        return None
+    return content[start : end + len(closing)], content[inner:end]
 
 
 def _calls_json(calls: list[dict[str, Any]], markers: Sequence[str]) -> str:
@@ -523,7 +532,7 @@ def _calls_json(calls: list[dict[str, Any]], markers: Sequence[str]) -> str:
     `\\uXXXX` escape, which json.loads reads back to the same value, so the formatter's
     marker search never stops inside an argument."""
     value: Any = calls[0] if len(calls) == 1 else calls
-    payload = json.dumps(value, ensure_ascii=False)
+    payload = python_json(value)
     escaped = payload
     for marker in markers:
         if marker in escaped:
@@ -561,7 +570,7 @@ def _tools_column(tools: Any, kinds: list[str]) -> str:
                 wrapped = tool.get("type") == "function"
                 tool = {**tool, "function": function} if wrapped else function
         fixed.append(tool)
-    return json.dumps(fixed, ensure_ascii=False)
+    return python_json(fixed)
 
 
 def _text(value: Any) -> str:
