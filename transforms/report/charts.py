@@ -195,7 +195,8 @@ def _svg(figure: Figure, name: str) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
-    text = _DECIMALS.sub(r"\1", _METADATA.sub("", text[text.index("<svg") :], count=1))
+    text = _METADATA.sub("", text[text.index("<svg") :], count=1)
+    text = _DECIMALS.sub(lambda m: m[1], text)  # a function: quicker than a template
     text = _IDS.sub(lambda m: f'id="{name}-{m.group(1)}"', text)
     text = _REFS.sub(lambda m: f"{m.group(1)}{name}-{m.group(2)}", text)
     return text.replace("<svg ", f'<svg class="chart" data-chart="{name}" role="img" ', 1)
