@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,9 @@ class BuildResult:
     examples: int
     bytes: int
     seconds: float
+    # Seconds per step, in order: read (manifests, rejects, sidecars), aggregate, examples
+    # (their records from im.jsonl), render (the charts and the page), write.
+    steps: dict[str, float] = field(default_factory=dict)
 
 
 def _threshold(settings: ReportSettings, facts: list[dict[str, Any]]) -> tuple[float, str]:
@@ -183,9 +186,19 @@ def build_report(output: Path, target: Path, settings: ReportSettings) -> BuildR
     from transforms.report.page import render  # matplotlib: imported only to render
 
     began = time.perf_counter()
+    steps: dict[str, float] = {}
+    last = began
+
+    def step(name: str) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        steps[name] = now - last
+        last = now
+
     jobs = find_jobs(output)
     facts = [job_facts(folder) for folder in jobs]
     columns, starts = read_columns(jobs)
+    step("read")
     threshold, threshold_note = _threshold(settings, facts)
     data = aggregate(
         columns,
@@ -195,9 +208,12 @@ def build_report(output: Path, target: Path, settings: ReportSettings) -> BuildR
         resamples=settings.resamples,
         seed=settings.seed,
     )
+    step("aggregate")
     examples = _examples(columns, _wanted_rows(data), jobs, starts)
     summaries = {f"r{i}": _row_summary(columns, i) for i in _wanted_rows(data)}
+    step("examples")
     html = render(data, facts, summaries, threshold_note, output.resolve().name, settings.examples)
+    step("render")
     assets = target / "assets"
     if assets.exists():
         shutil.rmtree(assets)
@@ -210,4 +226,5 @@ def build_report(output: Path, target: Path, settings: ReportSettings) -> BuildR
     )
     (target / "index.html").write_text(html, encoding="utf-8")
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
-    return BuildResult(target, len(columns), len(examples), size, time.perf_counter() - began)
+    step("write")
+    return BuildResult(target, len(columns), len(examples), size, last - began, steps)
