@@ -151,7 +151,7 @@ class DecideJob(beam.DoFn):
                     sidecar.write(line)
         finally:
             close()
-        remove_rows(self.output, job)
+        remove_rows([row for _, row, _ in entries])
         if not self.settings.active:
             return
         kept, dropped = settle_job(verdicts, written)

@@ -9,7 +9,6 @@ object per row would cost a request each, and there the runner's grouping is on 
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -58,7 +57,7 @@ def line_reader() -> tuple[Callable[[Any], bytes], Callable[[], None]]:
     return line_of, reader.close
 
 
-def remove_rows(output: str, job: str) -> None:
-    """Delete a job's spilled rows once its sidecar is written (local outputs only)."""
-    if not layout.is_remote(output) and os.path.isdir(rows_folder(output, job)):
-        layout.delete([rows_folder(output, job)])
+def remove_rows(rows: list[Any]) -> None:
+    """Delete the spill files of a job's rows once its sidecar is written: only the files
+    its own rows are in (two raw job names may share a folder until the run refuses them)."""
+    layout.delete(sorted({row[0] for row in rows if isinstance(row, tuple)}))
