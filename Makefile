@@ -38,7 +38,7 @@ $(DEMO_STAMP): pyproject.toml $(NATIVE_SOURCES)
 
 $(STAMP): pyproject.toml $(NATIVE_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[dev,gcp,aws,report]'
+	$(BIN)/pip install --quiet -e '.[dev,gcp,aws,report,dask]'
 	touch $@ $(DEMO_STAMP)
 
 # Generates a small synthetic corpus of Harbor jobs, then runs the pipeline over it.

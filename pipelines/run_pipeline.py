@@ -23,6 +23,7 @@ from apache_beam.transforms import combiners
 
 from pipelines.chain_options import ConfigError
 from pipelines.config import RunConfig
+from pipelines.runner import recomputes_lost_tasks
 from transforms.chain import read_counts, stages_after_judge, stages_before_judge, written_counts
 from transforms.sinks.beam_scores import (
     CANDIDATES,
@@ -86,6 +87,9 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
         *total,
     )
     out = output or config.output
+    # On Dask a worker's loss is repaired by recomputing its tasks from their inputs, so
+    # the writers leave their spilled inputs to the driver (which deletes them on publish).
+    keep = recomputes_lost_tasks(pipeline.options)
     curate = RunChainWithRows(stages_before_judge(settings), out)
     curated = _split(opened.main, "Curate", curate, rows=True)
     judged, writes, judge_dead = _judge(curated.main, config, out)
@@ -94,7 +98,7 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
     rejects = [s[REJECTED] for s in stages]
     dead = [*(s[DEAD_LETTER] for s in stages), *judge_dead] | "AllDeadLetters" >> beam.Flatten()
     rows = (curated[SCORES], kept[SCORES])
-    sinks = _write_outputs(config, out, inputs, opened.main, kept.main, rejects, dead, rows)
+    sinks = _write_outputs(config, out, inputs, opened.main, kept.main, rejects, dead, rows, keep)
     return [*writes, *sinks]
 
 
@@ -152,6 +156,7 @@ def _write_outputs(
     rejects: list[Any],
     dead: Any,
     rows: tuple[Any, ...],
+    keep_spills: bool = False,
 ) -> list[Any]:
     """The sinks; returns the outputs of every writer. Few transforms: Beam inspects every
     DoFn several times while it builds, translates and runs the pipeline (fixed cost)."""
@@ -170,9 +175,9 @@ def _write_outputs(
         WRITTEN, DEAD_LETTER, CANDIDATES, main="refs"
     )
     dead = (dead, spilled[DEAD_LETTER]) | "WithWriteDeadLetters" >> beam.Flatten()
-    selected = _select(config, out, spilled, rows)
+    selected = _select(config, out, spilled, rows, keep_spills)
     rejects = [*rejects, *selected.rejects] | "AllRejects" >> beam.Flatten()
-    shards = WriteShard(out, config.num_shards, exports)
+    shards = WriteShard(out, config.num_shards, exports, keep_spills)
     reshapes = (
         spilled.refs
         | "GroupShards" >> beam.GroupByKey()
@@ -237,7 +242,9 @@ class _Selected:
     counts: Any
 
 
-def _select(config: RunConfig, out: str, spilled: Any, rows: tuple[Any, ...]) -> _Selected:
+def _select(
+    config: RunConfig, out: str, spilled: Any, rows: tuple[Any, ...], keep_rows: bool = False
+) -> _Selected:
     """Per job: the candidates (what passed the chain, spilled) and the rows of its trials
     rejected after scoring, grouped; selection decides, the sidecar is written. With
     selection off, what was spilled is what is written: stats and counts come straight from
@@ -248,7 +255,9 @@ def _select(config: RunConfig, out: str, spilled: Any, rows: tuple[Any, ...]) ->
         | "AllScored" >> beam.Flatten()
         | "GroupScored" >> beam.GroupByKey()
         | "DecideJobs"
-        >> beam.ParDo(DecideJob(out, selection)).with_outputs(REJECTED, KEPT, main="verdicts")
+        >> beam.ParDo(DecideJob(out, selection, keep_rows)).with_outputs(
+            REJECTED, KEPT, main="verdicts"
+        )
     )
     if not selection.active:
         written = spilled[WRITTEN]  # (job, bundle)
