@@ -1,7 +1,7 @@
 """The trajcurate pipeline: Harbor jobs (and other sources) -> IM / LF / stats per job.
 
-    inputs -> detect units -> reshuffle -> open -> chain: read, validate, redact, score,
-      clean, gate -> [LLM judges] -> chain: filter -> spill -> (job, shard) group
+    inputs -> detect units -> reshuffle -> open (+ read counts) -> chain: read, validate,
+      redact, score, clean, gate -> [LLM judges] -> chain: filter -> spill -> (job, shard) group
       -> im / lf files; stats per job and for the run
     candidates + sidecar rows of rejects after scoring -> job group -> selection (dedup,
       best-of-k, curriculum) -> scores.jsonl; verdicts -> the shard writer (side input)
@@ -24,7 +24,7 @@ from apache_beam.transforms import combiners
 from pipelines.chain_options import ConfigError
 from pipelines.config import RunConfig
 from pipelines.runner import recomputes_lost_tasks
-from transforms.chain import read_counts, stages_after_judge, stages_before_judge, written_counts
+from transforms.chain import stages_after_judge, stages_before_judge, written_counts
 from transforms.sinks.beam_scores import (
     CANDIDATES,
     KEPT,
@@ -48,18 +48,26 @@ from transforms.sinks.beam_stats import MergeStats, StatsCombineFn
 from transforms.sinks.names import counts_file_name
 from transforms.sinks.parquet_sink import WriteParquet
 from transforms.sinks.scores import stats_of
-from transforms.stages import DEAD_LETTER, REJECTED, DetectUnits, OpenUnits, job_of
+from transforms.stages import DEAD_LETTER, READ, REJECTED, DetectUnits, OpenUnits
 
 DRY_RUN_FILE = "llm_dry_run.json"
 RESHAPES_FILE = ".lf_reshapes.json"
 STATS_STATE_FILE = ".stats_state.json"  # the job's mergeable stats, for incremental runs
 
 
-def _split(pcoll: Any, label: str, dofn: beam.DoFn, *side_inputs: Any, rows: bool = False) -> Any:
-    """`rows`: the DoFn also gives the sidecar rows of bundles rejected after scoring."""
+def _split(
+    pcoll: Any,
+    label: str,
+    dofn: beam.DoFn,
+    *side_inputs: Any,
+    rows: bool = False,
+    read: bool = False,
+) -> Any:
+    """`rows`: the DoFn also gives the sidecar rows of bundles rejected after scoring;
+    `read`: each opened bundle's read counts (`OpenUnits`)."""
     pardo = beam.ParDo(dofn, *side_inputs)
     tags = (REJECTED, DEAD_LETTER, SCORES) if rows else (REJECTED, DEAD_LETTER)
-    return pcoll | label >> pardo.with_outputs(*tags, main="main")
+    return pcoll | label >> pardo.with_outputs(*tags, *((READ,) if read else ()), main="main")
 
 
 def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None) -> list[Any]:
@@ -85,6 +93,7 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
         "Open",
         OpenUnits(limits, config.progress),
         *total,
+        read=True,
     )
     out = output or config.output
     # On Dask a worker's loss is repaired by recomputing its tasks from their inputs, so
@@ -98,7 +107,7 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
     rejects = [s[REJECTED] for s in stages]
     dead = [*(s[DEAD_LETTER] for s in stages), *judge_dead] | "AllDeadLetters" >> beam.Flatten()
     rows = (curated[SCORES], kept[SCORES])
-    sinks = _write_outputs(config, out, inputs, opened.main, kept.main, rejects, dead, rows, keep)
+    sinks = _write_outputs(config, out, inputs, opened[READ], kept.main, rejects, dead, rows, keep)
     return [*writes, *sinks]
 
 
@@ -215,7 +224,7 @@ def _write_outputs(
     writes.append(_run_stats(inputs, per_job, out))
     counts = (
         (
-            read | "CountRead" >> beam.Map(lambda b: (job_of(b), read_counts(b))),
+            read,  # (job, read counts) of every opened bundle
             selected.counts,
             rejects
             | "CountRejects" >> beam.Map(lambda r: (r["job"], {f"rejected.{r['stage']}": 1})),
