@@ -49,6 +49,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -237,7 +238,11 @@ class _Translation(PipelineVisitor):
         self.produced.append(applied)
         multi = type(transform) is beam.ParDo
         for tag, pcoll in applied.outputs.items():
-            self.bags[id(pcoll)] = result.map_partitions(select, tag) if multi else result
+            bag = result
+            if multi:  # tasks are named after the Beam step (as Dask's dashboard shows them)
+                name = _task_name(f"{applied.full_label}.{'main' if tag is None else tag}")
+                bag = result.map_partitions(select, tag, token=name)
+            self.bags[id(pcoll)] = bag
 
     def _coalesced(self, bag: Any) -> Any:
         """At most `partitions` partitions: a Flatten adds up its inputs' partitions (four
@@ -269,7 +274,7 @@ class _Translation(PipelineVisitor):
         )
         # Each side input is computed once, whole, as a dependency of every task.
         wholes = [self.bags[id(s.pvalue)].reduction(list, whole) for s in sides]
-        return bag.map_partitions(run_bundle, spec, *wholes)
+        return _partitionwise(_task_name(applied.full_label), run_bundle, bag, (spec,), wholes)
 
     @staticmethod
     def _global_window_only(applied: AppliedPTransform) -> None:
@@ -288,6 +293,26 @@ class _Translation(PipelineVisitor):
             for applied in self.produced
             if not any(id(pcoll) in self.read for pcoll in applied.outputs.values())
         ]
+
+
+def _partitionwise(name: str, func: Any, bag: Any, args: tuple[Any, ...], items: list[Any]) -> Any:
+    """`func(partition, *args, *items)` on every partition, each `Item` (a side input)
+    a dependency of every task. Built as a graph layer here, not by `Bag.map_partitions`,
+    which fuses the graph of an `Item` argument into a renamed copy of it: the whole
+    upstream of a side input would run twice (writers included)."""
+    from dask.highlevelgraph import HighLevelGraph
+
+    layer = f"{name}-{uuid.uuid4().hex}"
+    keys = [item.key for item in items]
+    tasks: dict[Any, Any] = {
+        (layer, i): (func, (bag.name, i), *args, *keys) for i in range(bag.npartitions)
+    }
+    graph = HighLevelGraph.from_collections(layer, tasks, dependencies=[bag, *items])
+    return db.Bag(graph, layer, bag.npartitions)
+
+
+def _task_name(label: str) -> str:
+    return "beam:" + label.replace("/", ":").replace(" ", "_")
 
 
 def cluster_options(options: PipelineOptions) -> dict[str, Any]:

@@ -313,13 +313,15 @@ def test_the_runner_s_names_and_options_are_checked(
     assert "did you mean --dask_address?" in capsys.readouterr().err
 
 
-def test_no_transform_changes_an_element_another_transform_reads(
+def test_each_bundle_runs_once_and_changes_no_element_another_transform_reads(
     synth300: Path, tmp_path: Path
 ) -> None:
     """Dask hands a task's result, the same objects, to every task that reads it on that
     worker: a DoFn that changed its input would change it for the others, by schedule
-    (a job's lf.stats.json once got the run's counts so). The Dask translation runs here on
-    Dask's synchronous scheduler, every input pickled before and after each bundle."""
+    (a job's lf.stats.json once got the run's counts so). And each partition of each ParDo
+    runs once (`Bag.map_partitions` with a side input copied its whole upstream, writers
+    included). The Dask translation runs here on Dask's synchronous scheduler, every input
+    pickled before and after each bundle."""
     import apache_beam as beam
     import dask
 
@@ -329,9 +331,11 @@ def test_no_transform_changes_an_element_another_transform_reads(
     from pipelines.runner import pipeline_options
 
     changed: dict[str, int] = {}
+    ran: dict[str, int] = {}
     run_bundle = dask_runner.run_bundle
 
     def checked(elements: Any, spec: Any, *sides: Any) -> Any:
+        ran[spec.label] = ran.get(spec.label, 0) + 1
         elements = list(elements)
         before = [pickle.dumps(e) for e in [elements, *sides]]
         outputs = run_bundle(elements, spec, *sides)
@@ -362,3 +366,4 @@ def test_no_transform_changes_an_element_another_transform_reads(
         dask_runner.run_bundle = original
     assert shared, "some PCollection is read by two transforms"
     assert not {label for label in changed if label in shared}, changed
+    assert ran["Open/ParDo(OpenUnits)"] == 4 and max(ran.values()) == 4, ran
