@@ -25,7 +25,7 @@ from transforms.sinks.beam_sinks import WRITTEN, SpillBundle
 from transforms.sinks.bundle_stats import add_bundle
 from transforms.sinks.lf import LfSettings
 from transforms.sinks.lf_render import load_tokenizer
-from transforms.sinks.row_spill import RowSpill, line_reader, remove_rows
+from transforms.sinks.row_spill import RowSpill, line_reader
 from transforms.sinks.scores import (
     CANDIDATE,
     ROW,
@@ -148,14 +148,23 @@ class DecideJob(beam.DoFn):
         job, items = element
         verdicts, entries, written = decide_job(items, self.settings)
         line_of, close = line_reader()
+        spills: set[str] = set()  # the spill files of this job's rows (and no other job's)
+
+        def read(row: Any) -> bytes:
+            if not isinstance(row, bytes):
+                spills.add(row[0])
+            return line_of(row)
+
         try:
             with layout.FileWriter(f"{layout.job_dir(self.output, job)}/{SIDECAR}") as sidecar:
-                for line in sidecar_lines(entries, line_of):
+                for line in sidecar_lines(entries, read):
                     sidecar.write(line)
         finally:
             close()
+        # Only the files it read: two job names may share a folder (a collision the driver
+        # reports), and the other job's rows must still be there when it is decided.
         if not self.keep_rows:
-            remove_rows(self.output, job)
+            layout.delete(sorted(spills))
         if not self.settings.active:
             return
         kept, dropped = settle_job(verdicts, written)
