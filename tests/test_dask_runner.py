@@ -35,6 +35,8 @@ from pipelines.synth import SynthOptions, generate
 
 pytestmark = pytest.mark.dask
 
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy" / "dask"
+
 RUN_TIMEOUT_S = 300.0
 NOT_DATA = ("manifest.json", "runs.jsonl")  # wall time, options, metrics: differ by design
 
@@ -367,3 +369,49 @@ def test_each_bundle_runs_once_and_changes_no_element_another_transform_reads(
     assert shared, "some PCollection is read by two transforms"
     assert not {label for label in changed if label in shared}, changed
     assert ran["Open/ParDo(OpenUnits)"] == 4 and max(ran.values()) == 4, ran
+
+
+def test_the_kubernetes_recipe_s_commands_parse(
+    composed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """deploy/dask/k8s: the submit Job's `trajcurate run` arguments (with the volume's paths
+    swapped for the composed job) translate the job for Dask; it connects to the Service the
+    operator makes for the DaskCluster; the scheduler's and workers' commands parse with
+    distributed's own CLI."""
+    import yaml
+    from distributed.cli.dask_scheduler import main as scheduler_cli
+    from distributed.cli.dask_worker import main as worker_cli
+
+    job = yaml.safe_load((DEPLOY / "k8s" / "submit-job.yaml").read_text())
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["trajcurate"]
+    paths = {"/data/jobs": str(composed), "/data/curated": str(tmp_path / "out")}
+    args = list(container["args"])
+    for volume, here in paths.items():
+        args = [arg.replace(volume, here) for arg in args]
+    assert main([*args, "--dry_run=True"]) == 0
+    assert "translated" in capsys.readouterr().out
+    cluster = yaml.safe_load((DEPLOY / "k8s" / "dask-cluster.yaml").read_text())
+    address = next(a.split("=", 1)[1] for a in container["args"] if a.startswith("--dask_address"))
+    assert address == f"tcp://{cluster['metadata']['name']}-scheduler:8786"
+    for role, cli_main in (("scheduler", scheduler_cli), ("worker", worker_cli)):
+        (pod,) = cluster["spec"][role]["spec"]["containers"]
+        assert pod["command"] == ["dask"] and pod["args"][0] == role
+        cli_main.make_context(f"dask {role}", list(pod["args"][1:]))  # raises on a bad flag
+
+
+def test_the_slurm_recipe_renders_its_job_script() -> None:
+    """deploy/dask/slurm_run.py --print-job-script: the sbatch script dask-jobqueue would
+    submit (no Slurm needed): one-thread worker processes in the given environment."""
+    done = subprocess.run(
+        [sys.executable, str(DEPLOY / "slurm_run.py"), "--python", "/shared/venv/bin/python",
+         "--cores", "4", "--memory", "16GB", "--partition", "cpu", "--print-job-script",
+         "--", "--input", "/shared/jobs", "--output", "/shared/curated"],
+        env=python_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    script = done.stdout
+    assert "#SBATCH -p cpu" in script and "#SBATCH --cpus-per-task=4" in script
+    worker = next(line for line in script.splitlines() if "dask_worker" in line)
+    assert worker.startswith("/shared/venv/bin/python -m distributed.cli.dask_worker tcp://")
+    assert "--nworkers 4" in worker and "--nthreads 1" in worker
