@@ -34,14 +34,24 @@ stopped after it. A worker's tasks carry everything they need (the pickled DoFn,
 inputs, the pipeline options for Beam's filesystems): nothing depends on the driver's
 process. A worker that dies has its tasks recomputed elsewhere from their inputs (Dask's
 lineage); the sinks therefore leave the spill files to the driver's cleanup on this runner
-(`build(..., recomputes=True)`), so a recomputed writer still finds its parts.
+(`runner.recomputes_lost_tasks`), so a recomputed writer still finds its parts. Dask hands
+one task's result, the same objects, to every task on that worker that reads it: no DoFn
+may change its input (Beam's rule, which the in-process runner forgives;
+`tests/test_dask_runner.py` checks it).
 
-Only the global window is supported (the pipeline uses no other); another window fails the
-translation with a message. The upstream fix would be the same five changes in
+GroupByKey is Beam's translation in substance (a task shuffle of `dask.bag.groupby`, keys
+hashed by Dask's deterministic `tokenize`), as one primitive instead of Beam's three (the
+window steps are no-ops in the global window), and its input is first coalesced to
+`--dask_npartitions` partitions: a Flatten adds up its inputs' partitions and a task
+shuffle has (partitions)² tasks, so the rejects' GroupByKey behind a four-way Flatten had
+1,024 of them. Only the global window is supported (the pipeline uses no other); another
+window fails the translation with a message. The upstream fix would be the same five changes in
 `apache_beam/runners/dask/transform_evaluator.py` and `dask_runner.py`: key the visitor's
 bags by PCollection (tag) instead of by transform, compute every leaf, pass side-input bags
-as task dependencies (`dask.bag` `Item`s), translate `_Reshuffle` to a repartition, and
-collect a bundle's outputs after `finish_bundle` (or reuse `DoFnRunner`, as here).
+as task dependencies (`dask.bag` `Item`s, in a graph layer of their own: handed to
+`Bag.map_partitions`, an `Item`'s graph is fused into a renamed copy, which runs its
+whole upstream a second time), translate `_Reshuffle` to a repartition, and collect a
+bundle's outputs after `finish_bundle` (or reuse `DoFnRunner`, as here).
 """
 
 from __future__ import annotations
