@@ -18,6 +18,8 @@ def _beam_parser() -> Any:
     """The parser Beam builds in `PipelineOptions.get_all_options`: every options class once."""
     from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
+    import pipelines.runner  # noqa: F401  (declares trajcurate's own Beam options)
+
     parser = _BeamArgumentParser(allow_abbrev=False)
     for options_class in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
         options_class._add_argparse_args(parser)
@@ -30,6 +32,9 @@ def option_strings(parser: argparse.ArgumentParser) -> list[str]:
 
 def unknown_beam_args(args: Sequence[str]) -> list[str]:
     """The arguments that are neither an option of Beam nor the value of one."""
+    from pipelines.runner import register_dask_options
+
+    register_dask_options(args)  # `--dask_client_address` is known once Dask is asked for
     _, unknown = _beam_parser().parse_known_args(list(args))
     return [str(arg) for arg in unknown]
 

@@ -194,10 +194,12 @@ def finalize(
         "curated_jobs": sorted(jobs),
         "kept_jobs": sorted(kept),
         "counts": dict(sorted(totals.items())),
-        "accounting": _run_accounting(totals, _summed(list(jobs.values())), metrics or {}),
+        "accounting": _run_accounting(totals, _summed(list(jobs.values())), metrics),
         "fidelity": fidelity_summary(totals),
         "beam_metrics": metrics or {},
     }
+    if metrics is None:
+        run["beam_metrics_missing"] = NO_METRICS
     write_card_files(config, staging, run, {**kept, **jobs})  # README.md, dataset_info.json
     run = publish_run_files(config.output, staging, run)
     layout.delete([staging])
@@ -212,13 +214,24 @@ def _summed(manifests: list[dict[str, Any]]) -> dict[str, int]:
     return totals
 
 
+# Why a run's accounting has no `pipeline_in`: the runner (Dask; a template job's worker)
+# reports no Beam metrics, so the jobs' `in` could not be checked against the counters.
+NO_METRICS = "the runner reports no Beam metrics (the counts are the pipeline's own counts files)"
+
+
 def _run_accounting(
-    totals: dict[str, int], curated: dict[str, int], metrics: dict[str, int]
+    totals: dict[str, int], curated: dict[str, int], metrics: dict[str, int] | None
 ) -> dict[str, Any]:
     """The run's in = written + rejected + dead-lettered, and one more check: the jobs
     curated by this run count, between them, every input the pipeline's counters saw (a job
-    whose counts were lost — two jobs in one folder — unbalances the run)."""
+    whose counts were lost — two jobs in one folder — unbalances the run). With no metrics
+    (None: the runner reports none) that check cannot be made, and the accounting says so
+    rather than passing it."""
     result = accounting(totals)
+    if metrics is None:
+        result["pipeline_in"] = None
+        result["pipeline_in_unchecked"] = NO_METRICS
+        return result
     expected = pipeline_inputs(metrics)
     if expected is not None:
         result["pipeline_in"] = expected

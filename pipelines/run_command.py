@@ -85,6 +85,8 @@ def _make_pipeline(config: RunConfig) -> Any:
 
     try:
         return make_pipeline(config.beam_args)
+    except ConfigError:
+        raise
     except Exception as exc:
         raise ConfigError(f"Beam refused the pipeline options: {root_cause(exc)}") from None
 
@@ -133,7 +135,7 @@ def _curate(config: RunConfig, run_id: str, log: RunLog) -> int:
     # publish, so the job publishes its own outputs (`finalize_stage.py`).
     template = _is_template_launch(pipeline)
     staging = staging_root(config.output, run_id)
-    metrics: dict[str, int] = {}
+    metrics: dict[str, int] | None = {}
     if inputs:  # an incremental run may keep every job: then there is nothing to run
         todo = replace(config, inputs=inputs)
         in_job = (config, increment, log) if template else None
@@ -238,8 +240,9 @@ def _run_pipeline(
     config: RunConfig,
     staging: str,
     publish_in_job: tuple[RunConfig, Increment, RunLog] | None = None,
-) -> dict[str, int]:
-    """Run the pipeline for `config` into `staging`; its Beam metrics. With `publish_in_job`
+) -> dict[str, int] | None:
+    """Run the pipeline for `config` into `staging`; its Beam metrics (None: the runner
+    reports none). With `publish_in_job`
     (the run's config, increment and log) the job's last stage completes and publishes the
     outputs and logs the run: no driver will be there to do it."""
     from pipelines.run_pipeline import build
@@ -259,14 +262,16 @@ def _run_pipeline(
     return stage_metrics(result)
 
 
-def stage_metrics(result: Any) -> dict[str, int]:
-    """Beam counters of the run (`<stage>.in/kept/rejected/dead_letter`, `llm.*`)."""
+def stage_metrics(result: Any) -> dict[str, int] | None:
+    """Beam counters of the run (`<stage>.in/kept/rejected/dead_letter`, `llm.*`); None
+    when the runner reports no metrics (Dask): the manifest then says so, and the counts
+    come from the pipeline's own counts files alone."""
     from apache_beam.metrics.metric import MetricsFilter
 
     try:
         counters = result.metrics().query(MetricsFilter().with_namespace("trajcurate"))["counters"]
     except Exception:  # a runner without metrics support still gets its files
-        return {}
+        return None
     totals: dict[str, int] = {}
     for counter in counters:
         name = counter.key.metric.name
@@ -325,6 +330,8 @@ def render_summary(summary: dict[str, Any], output: str, wall: float) -> str:
     lines.append(f"in = written + rejected + dead-lettered: {'yes' if balanced else 'NO'}")
     seen = summary["run"]["accounting"].get("pipeline_in")
     counted = sum(m["accounting"]["in"] for m in summary["jobs"].values())
+    if unchecked := summary["run"]["accounting"].get("pipeline_in_unchecked"):
+        lines.append(f"pipeline_in not checked: {unchecked}")
     if seen is not None and seen != counted:
         lines.append(f"the pipeline took in {seen} input(s), the job manifests count {counted}")
     lines.append(

@@ -1,7 +1,7 @@
 """The trajcurate pipeline: Harbor jobs (and other sources) -> IM / LF / stats per job.
 
-    inputs -> detect units -> reshuffle -> open -> chain: read, validate, redact, score,
-      clean, gate -> [LLM judges] -> chain: filter -> spill -> (job, shard) group
+    inputs -> detect units -> reshuffle -> open (+ read counts) -> chain: read, validate,
+      redact, score, clean, gate -> [LLM judges] -> chain: filter -> spill -> (job, shard) group
       -> im / lf files; stats per job and for the run
     candidates + sidecar rows of rejects after scoring -> job group -> selection (dedup,
       best-of-k, curriculum) -> scores.jsonl; verdicts -> the shard writer (side input)
@@ -23,7 +23,8 @@ from apache_beam.transforms import combiners
 
 from pipelines.chain_options import ConfigError
 from pipelines.config import RunConfig
-from transforms.chain import read_counts, stages_after_judge, stages_before_judge, written_counts
+from pipelines.runner import recomputes_lost_tasks
+from transforms.chain import stages_after_judge, stages_before_judge, written_counts
 from transforms.sinks.beam_scores import (
     CANDIDATES,
     KEPT,
@@ -47,18 +48,26 @@ from transforms.sinks.beam_stats import MergeStats, StatsCombineFn
 from transforms.sinks.names import counts_file_name
 from transforms.sinks.parquet_sink import WriteParquet
 from transforms.sinks.scores import stats_of
-from transforms.stages import DEAD_LETTER, REJECTED, DetectUnits, OpenUnits, job_of
+from transforms.stages import DEAD_LETTER, READ, REJECTED, DetectUnits, OpenUnits
 
 DRY_RUN_FILE = "llm_dry_run.json"
 RESHAPES_FILE = ".lf_reshapes.json"
 STATS_STATE_FILE = ".stats_state.json"  # the job's mergeable stats, for incremental runs
 
 
-def _split(pcoll: Any, label: str, dofn: beam.DoFn, *side_inputs: Any, rows: bool = False) -> Any:
-    """`rows`: the DoFn also gives the sidecar rows of bundles rejected after scoring."""
+def _split(
+    pcoll: Any,
+    label: str,
+    dofn: beam.DoFn,
+    *side_inputs: Any,
+    rows: bool = False,
+    read: bool = False,
+) -> Any:
+    """`rows`: the DoFn also gives the sidecar rows of bundles rejected after scoring;
+    `read`: each opened bundle's read counts (`OpenUnits`)."""
     pardo = beam.ParDo(dofn, *side_inputs)
     tags = (REJECTED, DEAD_LETTER, SCORES) if rows else (REJECTED, DEAD_LETTER)
-    return pcoll | label >> pardo.with_outputs(*tags, main="main")
+    return pcoll | label >> pardo.with_outputs(*tags, *((READ,) if read else ()), main="main")
 
 
 def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None) -> list[Any]:
@@ -84,8 +93,12 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
         "Open",
         OpenUnits(limits, config.progress),
         *total,
+        read=True,
     )
     out = output or config.output
+    # On Dask a worker's loss is repaired by recomputing its tasks from their inputs, so
+    # the writers leave their spilled inputs to the driver (which deletes them on publish).
+    keep = recomputes_lost_tasks(pipeline.options)
     curate = RunChainWithRows(stages_before_judge(settings), out)
     curated = _split(opened.main, "Curate", curate, rows=True)
     judged, writes, judge_dead = _judge(curated.main, config, out)
@@ -94,7 +107,7 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
     rejects = [s[REJECTED] for s in stages]
     dead = [*(s[DEAD_LETTER] for s in stages), *judge_dead] | "AllDeadLetters" >> beam.Flatten()
     rows = (curated[SCORES], kept[SCORES])
-    sinks = _write_outputs(config, out, inputs, opened.main, kept.main, rejects, dead, rows)
+    sinks = _write_outputs(config, out, inputs, opened[READ], kept.main, rejects, dead, rows, keep)
     return [*writes, *sinks]
 
 
@@ -152,6 +165,7 @@ def _write_outputs(
     rejects: list[Any],
     dead: Any,
     rows: tuple[Any, ...],
+    keep_spills: bool = False,
 ) -> list[Any]:
     """The sinks; returns the outputs of every writer. Few transforms: Beam inspects every
     DoFn several times while it builds, translates and runs the pipeline (fixed cost)."""
@@ -170,9 +184,9 @@ def _write_outputs(
         WRITTEN, DEAD_LETTER, CANDIDATES, main="refs"
     )
     dead = (dead, spilled[DEAD_LETTER]) | "WithWriteDeadLetters" >> beam.Flatten()
-    selected = _select(config, out, spilled, rows)
+    selected = _select(config, out, spilled, rows, keep_spills)
     rejects = [*rejects, *selected.rejects] | "AllRejects" >> beam.Flatten()
-    shards = WriteShard(out, config.num_shards, exports)
+    shards = WriteShard(out, config.num_shards, exports, keep_spills)
     reshapes = (
         spilled.refs
         | "GroupShards" >> beam.GroupByKey()
@@ -210,7 +224,7 @@ def _write_outputs(
     writes.append(_run_stats(inputs, per_job, out))
     counts = (
         (
-            read | "CountRead" >> beam.Map(lambda b: (job_of(b), read_counts(b))),
+            read,  # (job, read counts) of every opened bundle
             selected.counts,
             rejects
             | "CountRejects" >> beam.Map(lambda r: (r["job"], {f"rejected.{r['stage']}": 1})),
@@ -237,7 +251,9 @@ class _Selected:
     counts: Any
 
 
-def _select(config: RunConfig, out: str, spilled: Any, rows: tuple[Any, ...]) -> _Selected:
+def _select(
+    config: RunConfig, out: str, spilled: Any, rows: tuple[Any, ...], keep_rows: bool = False
+) -> _Selected:
     """Per job: the candidates (what passed the chain, spilled) and the rows of its trials
     rejected after scoring, grouped; selection decides, the sidecar is written. With
     selection off, what was spilled is what is written: stats and counts come straight from
@@ -248,7 +264,9 @@ def _select(config: RunConfig, out: str, spilled: Any, rows: tuple[Any, ...]) ->
         | "AllScored" >> beam.Flatten()
         | "GroupScored" >> beam.GroupByKey()
         | "DecideJobs"
-        >> beam.ParDo(DecideJob(out, selection)).with_outputs(REJECTED, KEPT, main="verdicts")
+        >> beam.ParDo(DecideJob(out, selection, keep_rows)).with_outputs(
+            REJECTED, KEPT, main="verdicts"
+        )
     )
     if not selection.active:
         written = spilled[WRITTEN]  # (job, bundle)

@@ -8,11 +8,15 @@ honours `--direct_num_workers` and `--direct_running_mode` (in_memory, multi_thr
 multi_processing). Any other `--runner` (DataflowRunner, FlinkRunner, PortableRunner, ...) is
 used as given: `--runner PortableRunner --job_endpoint ... --environment_type EXTERNAL` is how
 a Flink cluster runs the pipeline (tests/test_portable_runner.py runs it against Beam's job
-service and an external SDK worker pool).
+service and an external SDK worker pool). `--runner dask` (or `DaskRunner`, or Beam's class
+name `apache_beam.runners.dask.dask_runner.DaskRunner`) runs it on a Dask cluster through
+`pipelines/dask_runner.py`, Beam's DaskRunner with its translation fixed (needs the `dask`
+extra).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -20,6 +24,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
+DASK_RUNNERS = ("dask", "DaskRunner", "apache_beam.runners.dask.dask_runner.DaskRunner")
+DASK_EXTRA = "--runner dask needs Dask: pip install 'trajcurate[dask]'"
 _View = TypeVar("_View", bound=PipelineOptions)
 
 
@@ -46,7 +52,58 @@ class RunOptions(PipelineOptions):
         return state
 
 
+class DaskClusterOptions(PipelineOptions):
+    """The cluster `--runner dask` starts when it is given no scheduler, and an alias of
+    Beam's `--dask_client_address` (Beam's `DaskOptions`, registered once Dask is imported:
+    `register_dask_options`)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: Any) -> None:
+        parser.add_argument(
+            "--dask_address",
+            dest="address",
+            default=None,
+            help="the Dask scheduler, tcp://HOST:8786 (Beam's --dask_client_address)",
+        )
+        parser.add_argument(
+            "--dask_workers",
+            type=int,
+            default=None,
+            help="with no scheduler given: worker processes of the local cluster (default: "
+            "one per CPU)",
+        )
+        parser.add_argument(
+            "--dask_threads_per_worker",
+            type=int,
+            default=None,
+            help="with no scheduler given: threads of each local worker (default 1)",
+        )
+
+
+def is_dask(runner: object) -> bool:
+    return runner in DASK_RUNNERS
+
+
+def recomputes_lost_tasks(options: PipelineOptions) -> bool:
+    """Whether the runner repairs a lost worker by running finished tasks again from their
+    inputs (Dask's lineage), rather than retrying a bundle from a durable shuffle."""
+    return is_dask(options.view_as(StandardOptions).runner)
+
+
+def register_dask_options(args: Sequence[str]) -> None:
+    """Beam declares the Dask runner's options (`--dask_client_address`, ...) in the module
+    of its runner, which imports Dask: imported only when a run asks for Dask, so that
+    other runs do not pay for it (nor need it installed)."""
+    wanted = any(str(a).startswith("--dask_") for a in args) or any(
+        str(a).split("=", 1)[-1] in DASK_RUNNERS for a in args
+    )
+    if wanted:  # without Dask, `--runner dask` says which extra to install
+        with contextlib.suppress(ImportError):
+            import apache_beam.runners.dask.dask_runner  # noqa: F401  (declares DaskOptions)
+
+
 def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
+    register_dask_options(beam_args)
     return RunOptions(list(beam_args))
 
 
@@ -71,4 +128,12 @@ def make_pipeline(beam_args: Sequence[str]) -> beam.Pipeline:
     options = pipeline_options(beam_args)
     if is_local(options):
         return beam.Pipeline(runner=local_runner(options), options=options)
+    if is_dask(options.view_as(StandardOptions).runner):
+        try:
+            from pipelines.dask_runner import DaskRunner
+        except ImportError:
+            from pipelines.chain_options import ConfigError
+
+            raise ConfigError(DASK_EXTRA) from None
+        return beam.Pipeline(runner=DaskRunner(), options=options)
     return beam.Pipeline(options=options)

@@ -24,6 +24,7 @@ from transforms.chain import (
     Drop,
     Stage,
     job_of,
+    read_counts,
     run_stages,
 )
 from transforms.intake import DETECT, OPEN, detect_units, open_unit
@@ -31,9 +32,19 @@ from transforms.progress import Progress
 from transforms.readers.confined import ReadLimits
 from transforms.readers.discover import ReadUnit
 
-__all__ = ["DEAD_LETTER", "NAMESPACE", "REJECTED", "DetectUnits", "OpenUnits", "RunChain", "job_of"]
+__all__ = [
+    "DEAD_LETTER",
+    "NAMESPACE",
+    "READ",
+    "REJECTED",
+    "DetectUnits",
+    "OpenUnits",
+    "RunChain",
+    "job_of",
+]
 
 NAMESPACE = "trajcurate"
+READ = "read"  # tagged output of OpenUnits: (job, what the bundle adds to its job's counts)
 
 
 class _Counting(beam.DoFn):
@@ -75,8 +86,12 @@ class DetectUnits(_Counting):
 
 
 class OpenUnits(_Counting):
-    """A read unit -> its bundles. With `progress`, a progress line on stderr on long runs:
-    units opened out of `total` (a side input: every unit detected) with rate and ETA."""
+    """A read unit -> its bundles, and on `READ` each bundle's read counts (job,
+    `read_counts`), taken here: the chain changes a bundle in place, so a second reader of
+    the opened bundles would see them changed or not depending on which ran first (on Dask,
+    which shares a task's result between the tasks that read it, it would). With `progress`,
+    a progress line on stderr on long runs: units opened out of `total` (a side input:
+    every unit detected) with rate and ETA."""
 
     def __init__(self, limits: ReadLimits, progress: bool = False) -> None:
         super().__init__()
@@ -88,8 +103,13 @@ class OpenUnits(_Counting):
     def process(self, unit: ReadUnit, total: int | None = None) -> Iterator[Any]:
         self.count(f"{OPEN}.in")
         for item in open_unit(unit, self.limits):
-            self.count(f"{OPEN}.{item.kind}" if isinstance(item, Drop) else f"{OPEN}.kept")
-            yield _route(item)
+            if isinstance(item, Drop):
+                self.count(f"{OPEN}.{item.kind}")
+                yield _route(item)
+                continue
+            self.count(f"{OPEN}.kept")
+            yield TaggedOutput(READ, (job_of(item), read_counts(item)))
+            yield item
         self._show_progress(total)
 
     def _show_progress(self, total: int | None) -> None:

@@ -135,11 +135,14 @@ class SpillWithCandidates(SpillBundle):
 class DecideJob(beam.DoFn):
     """(job, its candidate items and prior rows) -> DIR/<job>/scores.jsonl; main output
     (job, {key: curriculum order or None}) of the kept bundles, `REJECTED` the reject records
-    of selection drops, `KEPT` (job, item) of the kept ones (selection active)."""
+    of selection drops, `KEPT` (job, item) of the kept ones (selection active). With
+    `keep_rows` the spilled rows are left for the driver's cleanup of `.parts` (a runner
+    that recomputes a lost task may decide the job again: `WriteShard`'s `keep_parts`)."""
 
-    def __init__(self, output: str, settings: SelectionSettings) -> None:
+    def __init__(self, output: str, settings: SelectionSettings, keep_rows: bool = False) -> None:
         self.output = output
         self.settings = settings
+        self.keep_rows = keep_rows
 
     def process(self, element: tuple[str, Iterable[tuple[str, Any]]]) -> Iterator[Any]:
         job, items = element
@@ -151,7 +154,8 @@ class DecideJob(beam.DoFn):
                     sidecar.write(line)
         finally:
             close()
-        remove_rows([row for _, row, _ in entries])
+        if not self.keep_rows:
+            remove_rows([row for _, row, _ in entries])
         if not self.settings.active:
             return
         kept, dropped = settle_job(verdicts, written)

@@ -126,12 +126,20 @@ class WriteShard(beam.DoFn):
 
     With `verdicts` (a side input, job -> {sort key: curriculum order or None}, when
     selection ran) only the parts of kept bundles are written, in curriculum order when the
-    job has one, with their `_curriculum` key set."""
+    job has one, with their `_curriculum` key set.
 
-    def __init__(self, output: str, num_shards: int, exports: Sequence[str] = ()) -> None:
+    With `keep_parts` the spill files are left for the driver, which deletes each job's
+    `.parts` when it publishes the job: on a runner that recomputes a lost task from its
+    inputs (Dask, after a worker died) a shard may be written twice, and the second time
+    must find its parts."""
+
+    def __init__(
+        self, output: str, num_shards: int, exports: Sequence[str] = (), keep_parts: bool = False
+    ) -> None:
         self.output = output
         self.num_shards = num_shards
         self.exports = tuple(exports)
+        self.keep_parts = keep_parts
 
     def process(
         self,
@@ -143,7 +151,8 @@ class WriteShard(beam.DoFn):
         every = list(refs)
         ordered = kept_in_order(every, _sort_key, kept)
         records = self._write_files(layout.job_dir(self.output, job), shard, ordered, kept)
-        layout.delete(list(dict.fromkeys(ref[1] for ref in every)))
+        if not self.keep_parts:
+            layout.delete(list(dict.fromkeys(ref[1] for ref in every)))
         reshapes: Counter[str] = Counter()
         for ref in ordered:
             reshapes.update(ref[4])

@@ -48,7 +48,10 @@ class StatsCombineFn(beam.CombineFn):
 
 class MergeStats(beam.CombineFn):
     """Merges per-job `Stats` into the run's (no record is counted twice); a None input
-    (the pipeline's seed, so that a run with no job still has its stats) adds nothing."""
+    (the pipeline's seed, so that a run with no job still has its stats) adds nothing. An
+    input is never changed: it is also the job's own stats, which its writer may read after
+    this (on Dask, which shares a result between the tasks that read it, a job's
+    `lf.stats.json` got the whole run's counts when the run's merge ran first)."""
 
     def create_accumulator(self) -> Stats | None:
         return None
@@ -56,7 +59,9 @@ class MergeStats(beam.CombineFn):
     def add_input(self, merged: Stats | None, stats: Stats | None) -> Stats | None:
         if stats is None:
             return merged
-        return stats if merged is None else merged.merge(stats)
+        if merged is None:
+            merged = Stats(stats.token_method)  # an accumulator of its own, not the input
+        return merged.merge(stats)
 
     def merge_accumulators(self, accumulators: Iterable[Stats | None]) -> Stats | None:
         merged: Stats | None = None
