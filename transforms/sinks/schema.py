@@ -548,6 +548,7 @@ IM_SCHEMA = Field(
     ),
 )
 
+
 def _lf_json(name: str, description: str) -> Field:
     """An LF metadata column: JSON text, never null (`"null"` when the IM key is null), so
     that every column of every lf.json is a string whatever the job (README, Output schema)."""
@@ -757,9 +758,18 @@ def conform(field: Field, value: Any, rest: _Rest | None = None, path: _Path = (
 
 
 def _conform_items(item: Field, values: list[Any], rest: _Rest | None, path: _Path) -> list[Any]:
-    """A list's items; objects (messages, calls: most of a record) straight to the struct."""
+    """A list's items; objects (messages, calls: most of a record) straight to the struct,
+    messages and tools of the usual shape by their fast paths (`_message`, `_tool`)."""
     if item.type != STRUCT:
         return [conform(item, v, rest, (*path, n)) for n, v in enumerate(values)]
+    fast = _FAST_ITEMS.get(item.name)
+    if fast is not None and fast[0] is item:
+        shaped = fast[1]
+        out = []
+        for n, v in enumerate(values):
+            conformed = shaped(v) if type(v) is dict else None
+            out.append(conformed if conformed is not None else conform(item, v, rest, (*path, n)))
+        return out
     return [
         _conform_struct(item, v, rest, (*path, n))
         if type(v) is dict
@@ -795,6 +805,129 @@ def _conform_struct(
         own.merge_text(value.get(field.rest))
         out[field.rest] = own.text()
     return out
+
+
+# --- fast paths: the structs that make up most of a record ---------------------------------
+#
+# A message, tool call or tool whose every key is the schema's and every value of its type
+# conforms to a copy of itself in schema order, with nothing for the remainder: these build
+# that copy directly, and return None for anything else, which then goes the general way
+# (`_conform_struct`), so the result is the same either way (tests/test_output_schema.py
+# compares the two on odd shapes). The key orders are checked against the definitions here.
+
+_NoneType = type(None)
+_NULLABLE_STR = (str, _NoneType)
+assert [f.name for f in MESSAGE.fields] == [
+    "role",
+    "content",
+    "reasoning_content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+]
+assert [(f.type, f.nullable) for f in MESSAGE.fields] == [
+    (STRING, False),
+    (STRING, False),
+    (STRING, True),
+    (LIST, True),
+    (STRING, True),
+    (STRING, True),
+]
+assert [(f.name, f.type, f.nullable) for f in TOOL_CALL.fields] == [
+    ("id", STRING, False),
+    ("type", STRING, False),
+    ("function", STRUCT, False),
+]
+assert [(f.name, f.type, f.nullable) for f in TOOL_CALL.fields[2].fields] == [
+    ("name", STRING, False),
+    ("arguments", STRING, False),
+]
+assert [(f.name, f.type, f.nullable) for f in TOOL.fields] == [
+    ("type", STRING, False),
+    ("function", STRUCT, False),
+]
+assert [(f.name, f.type, f.nullable) for f in TOOL.fields[1].fields] == [
+    ("name", STRING, False),
+    ("description", STRING, True),
+    ("parameters", OBJECT, True),
+]
+assert not (MESSAGE.rest or TOOL_CALL.rest or TOOL.rest)
+
+
+def _tool_call(call: dict[str, Any]) -> dict[str, Any] | None:
+    function = call.get("function")
+    if (
+        type(function) is not dict
+        or not _CALL_NAMES.issuperset(call)
+        or not _CALL_FUNCTION_NAMES.issuperset(function)
+    ):
+        return None
+    call_id, kind = call.get("id"), call.get("type")
+    name, arguments = function.get("name"), function.get("arguments")
+    if type(call_id) is str and type(kind) is str and type(name) is str and type(arguments) is str:
+        return {"id": call_id, "type": kind, "function": {"name": name, "arguments": arguments}}
+    return None
+
+
+def _message(message: dict[str, Any]) -> dict[str, Any] | None:
+    if not _MESSAGE_NAMES.issuperset(message):
+        return None
+    get = message.get
+    role, content, reasoning = get("role"), get("content"), get("reasoning_content")
+    call_id, name, calls = get("tool_call_id"), get("name"), get("tool_calls")
+    if not (
+        type(role) is str
+        and type(content) is str
+        and type(reasoning) in _NULLABLE_STR
+        and type(call_id) in _NULLABLE_STR
+        and type(name) in _NULLABLE_STR
+    ):
+        return None
+    if calls is not None:
+        if type(calls) is not list:
+            return None
+        conformed = []
+        for call in calls:
+            done = _tool_call(call) if type(call) is dict else None
+            if done is None:
+                return None
+            conformed.append(done)
+        calls = conformed
+    return {
+        "role": role,
+        "content": content,
+        "reasoning_content": reasoning,
+        "tool_calls": calls,
+        "tool_call_id": call_id,
+        "name": name,
+    }
+
+
+def _tool(tool: dict[str, Any]) -> dict[str, Any] | None:
+    function = tool.get("function")
+    if (
+        type(function) is not dict
+        or not _TOOL_NAMES.issuperset(tool)
+        or not _TOOL_FUNCTION_NAMES.issuperset(function)
+    ):
+        return None
+    kind, name, description = tool.get("type"), function.get("name"), function.get("description")
+    if type(kind) is str and type(name) is str and type(description) in _NULLABLE_STR:
+        parameters = function.get("parameters")
+        return {
+            "type": kind,
+            "function": {"name": name, "description": description, "parameters": parameters},
+        }
+    return None
+
+
+_MESSAGE_NAMES = MESSAGE.names
+_CALL_NAMES = TOOL_CALL.names
+_CALL_FUNCTION_NAMES = TOOL_CALL.fields[2].names
+_TOOL_NAMES = TOOL.names
+_TOOL_FUNCTION_NAMES = TOOL.fields[1].names
+# by item name, with the item it is for (a struct of another schema may share the name)
+_FAST_ITEMS = {MESSAGE.name: (MESSAGE, _message), TOOL.name: (TOOL, _tool)}
 
 
 def conform_im_record(record: Mapping[str, Any]) -> dict[str, Any]:
