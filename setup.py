@@ -15,6 +15,7 @@ from setuptools import Extension, setup
 
 COMPILED_MODULES = [
     "scorers/im_check.py",
+    "scorers/im_validity.py",
     "scorers/tqs_v2/components.py",
     "scorers/tqs_v2/diagnostics.py",
     "scorers/tqs_v2/speedups.py",
