@@ -27,6 +27,8 @@ from typing import Any
 
 import orjson
 
+from transforms.redaction.survey import CLEAN, survey_value
+
 MAX_DEPTH = 254  # orjson, which writes every output, refuses deeper values
 # Unicode 14's format characters (Cf, what Python 3.11's unicodedata knows) but the joiners
 # U+200C / U+200D, handled apart; tests/test_chain.py checks the list against unicodedata.
@@ -116,6 +118,8 @@ def clean_value(value: Any, where: str = "", depth: int = 0) -> tuple[Any, int]:
     """`value` with every string (dict keys too) cleaned; characters removed in total."""
     if isinstance(value, str):
         return clean_text(value)
+    if not depth and not where and not survey_value(value) & CLEAN:
+        return value, 0  # the survey (one pass in C) found nothing to clean
     if depth >= MAX_DEPTH:
         if isinstance(value, dict | list):
             raise TooDeep(f"a value nested deeper than {MAX_DEPTH} levels at {where or '/'}")
@@ -142,9 +146,13 @@ def clean_value(value: Any, where: str = "", depth: int = 0) -> tuple[Any, int]:
 def clean_record(record: dict[str, Any]) -> int:
     """Clean every string of `record` in place; how many characters were removed.
 
-    Most records have nothing to remove: one C-speed serialisation tells, and only records
-    it flags (or cannot serialise) are walked.
+    Most records have nothing to remove: the survey (`transforms/redaction/survey.py`, one
+    pass in C) tells, and of the records it flags (it also flags invisible characters that
+    stay) one C-speed serialisation tells which have nothing to remove; only the others (and
+    those it cannot serialise) are walked.
     """
+    if not survey_value(record) & CLEAN:
+        return 0
     try:
         encoded = orjson.dumps(record)
     except orjson.JSONEncodeError:

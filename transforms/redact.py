@@ -24,10 +24,12 @@ to that name. Detectors read each text as the cleaner will leave it (no zero-wid
 invisible characters), and base64 runs are decoded where the record mentions base64
 (`transforms/redaction/text.py`).
 
-Speed: the strings of a record are joined and scanned once by the prefilter
-(`transforms/redaction/patterns.py`: a few literal searches, no detector), so a record
-without any trigger, invisible character or mention of base64 is returned untouched right
-there; only the strings of a record that matched go one by one through the detectors. Long
+Speed: one pass in C over every string of a record (`transforms/redaction/survey.py`, the
+same pass tells cleaning whether it has anything to do) returns a record without any
+trigger, invisible character or mention of base64 untouched right there. A record it flags
+has its strings joined and scanned by the prefilter (`transforms/redaction/patterns.py`: a
+few literal searches, no detector), and only the strings of a record that matched go one
+by one through the detectors. Long
 texts found clean (system prompts, tool descriptions and schemas, repeated file contents)
 are remembered and not scanned again. `benchmarks/bench_redact.py` measures it against
 scoring.
@@ -45,6 +47,7 @@ import orjson
 
 from transforms.redaction.patterns import PREFILTER, search_any
 from transforms.redaction.rules import NONE, high_entropy, literal_secret, looks_random, name_tier
+from transforms.redaction.survey import SECRET, survey_record, survey_value
 from transforms.redaction.text import (
     has_b64_hint,
     may_hide,
@@ -97,6 +100,8 @@ MAX_DEPTH = 64
 def redact_record(record: dict[str, Any]) -> Counter[str]:
     """Redact one IM record in place; the count of secrets found per kind."""
     counts: Counter[str] = Counter()
+    if not survey_record(record) & SECRET:  # one pass in C: nothing to look at
+        return counts
     texts = _texts(record)
     if texts is None:
         b64 = True
@@ -245,6 +250,8 @@ def redact_object(value: dict[str, Any] | list[Any]) -> Counter[str]:
     secret's key judged as assigned to it), to `MAX_DEPTH`: bundle metadata, the LLM judges'
     answers. The count per kind."""
     counts: Counter[str] = Counter()
+    if not survey_value(value, named=True) & SECRET:
+        return counts
     try:
         b64 = has_b64_hint(orjson.dumps(value).decode())
     except TypeError:  # not serialisable as it is: look at every base64 run
