@@ -105,6 +105,8 @@ class TooDeep(ValueError):
 def clean_text(text: str) -> tuple[str, int]:
     """`text` without control characters, escape sequences and invisible Unicode (see the
     module docstring); how many characters went or were rewritten."""
+    if not survey_value(text) & CLEAN:
+        return text, 0  # the survey (C) finds nothing the patterns below could match
     separators = 0
     if not text.isascii() and _SEPARATOR.search(text) is not None:
         text, separators = _SEPARATOR.subn("\n", text)
@@ -118,8 +120,8 @@ def clean_value(value: Any, where: str = "", depth: int = 0) -> tuple[Any, int]:
     """`value` with every string (dict keys too) cleaned; characters removed in total."""
     if isinstance(value, str):
         return clean_text(value)
-    if not depth and not where and not survey_value(value) & CLEAN:
-        return value, 0  # the survey (one pass in C) found nothing to clean
+    if not survey_value(value, depth=depth) & CLEAN:
+        return value, 0  # the survey (one pass in C) finds nothing to clean in it
     if depth >= MAX_DEPTH:
         if isinstance(value, dict | list):
             raise TooDeep(f"a value nested deeper than {MAX_DEPTH} levels at {where or '/'}")

@@ -266,6 +266,8 @@ def _redact_string(text: str, counts: Counter[str], b64: bool) -> str:
     if not b64:
         if len(text) >= _CACHE_MIN and text in _clean:
             return text
+        if not survey_value(text) & SECRET:
+            return text
         if not search_any(text) and not may_hide(text):
             _remember_clean(text)
             return text
@@ -277,8 +279,8 @@ def _redact_value(value: Any, counts: Counter[str], depth: int, b64: bool) -> An
     string under `arguments` is a tool call's JSON arguments (`_redact_arguments`)."""
     if isinstance(value, str):
         return _redact_string(value, counts, b64) if value else value
-    if depth >= MAX_DEPTH:
-        return value
+    if depth >= MAX_DEPTH or (not b64 and not survey_value(value, named=True) & SECRET):
+        return value  # (the survey: nothing in it has a trigger or a secret's name)
     if isinstance(value, list):
         for index, item in enumerate(value):
             if isinstance(item, str | list | dict):
@@ -333,7 +335,10 @@ def _redact_arguments(arguments: str, counts: Counter[str], b64: bool) -> str:
     """Tool-call arguments: the JSON is decoded so that escaped secrets (a PEM key whose
     newlines are `\\n`, `\\u0041KIA...`, a `\\u200b` inside a key) are found, and re-encoded
     only when one was."""
-    if not b64 and not search_any(arguments) and not may_hide(arguments):
+    if not b64 and (
+        not survey_value(arguments) & SECRET
+        or (not search_any(arguments) and not may_hide(arguments))
+    ):
         return arguments
     found: Counter[str] = Counter()
     try:
