@@ -45,9 +45,10 @@ from typing import Any
 
 import orjson
 
+from transforms.cleaning import SURVEYED
 from transforms.redaction.patterns import PREFILTER, search_any
 from transforms.redaction.rules import NONE, high_entropy, literal_secret, looks_random, name_tier
-from transforms.redaction.survey import SECRET, survey_record, survey_value
+from transforms.redaction.survey import CLEAN, SECRET, survey_record, survey_value
 from transforms.redaction.text import (
     has_b64_hint,
     may_hide,
@@ -99,9 +100,16 @@ MAX_DEPTH = 64
 
 def redact_record(record: dict[str, Any]) -> Counter[str]:
     """Redact one IM record in place; the count of secrets found per kind."""
+    return _redact_surveyed(record)[0]
+
+
+def _redact_surveyed(record: dict[str, Any]) -> tuple[Counter[str], int]:
+    """`redact_record`, and the record's survey bits (`survey.CLEAN` says whether cleaning may
+    have something to do), both bits when redaction had to look: the record may have changed."""
     counts: Counter[str] = Counter()
-    if not survey_record(record) & SECRET:  # one pass in C: nothing to look at
-        return counts
+    bits = survey_record(record)
+    if not bits & SECRET:  # one pass in C: nothing to look at
+        return counts, bits
     texts = _texts(record)
     if texts is None:
         b64 = True
@@ -110,13 +118,13 @@ def redact_record(record: dict[str, Any]) -> Counter[str]:
         if not search_any(joined) and not may_hide(joined):
             for text in texts[0]:
                 _remember_clean(text)
-            return counts
+            return counts, bits
         b64 = has_b64_hint(joined)
     messages = record.get("messages")
     if isinstance(messages, list):
         _redact_split_keys(messages, counts)
     _redact_value(record, counts, 0, b64)
-    return counts
+    return counts, SECRET | CLEAN
 
 
 def _texts(record: dict[str, Any]) -> tuple[list[str], list[str]] | None:
@@ -228,20 +236,32 @@ def _remember_clean(text: str) -> None:
 def redact_bundle(bundle: Mapping[str, Any], mode: str) -> Counter[str]:
     """Redact every record of a bundle (`transforms/readers/bundle.py`) in place in "mask"
     and "drop" mode; nothing in "off". Its `metadata`, `usage` and `warnings` too (mostly the
-    main record's own objects, already done then). The count of secrets found per kind."""
+    main record's own objects, already done then). The count of secrets found per kind.
+
+    The same pass tells cleaning which records it found nothing to clean in: the bundle gets
+    `cleaning.SURVEYED` (one flag per record), which the `clean` stage takes (`after_survey`).
+    """
     if mode not in REDACT_MODES:
         raise ValueError(f"redaction mode must be one of {', '.join(REDACT_MODES)}: {mode!r}")
     counts: Counter[str] = Counter()
     if mode == "off":
         return counts
     records = bundle.get("records")
+    surveyed: list[bool] = []
     for record in records if isinstance(records, list) else ():
+        bits = SECRET | CLEAN
         if isinstance(record, dict):
-            counts += redact_record(record)
+            found, bits = _redact_surveyed(record)
+            counts += found
+        surveyed.append(not bits & CLEAN)
+    changed: Counter[str] = Counter()
     for field in ("metadata", "usage", "warnings"):
         value = bundle.get(field)
         if isinstance(value, dict | list):
-            counts += redact_object(value)
+            changed += redact_object(value)
+    counts += changed
+    if isinstance(bundle, dict) and isinstance(records, list) and not changed:
+        bundle[SURVEYED] = surveyed
     return counts
 
 
