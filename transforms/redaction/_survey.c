@@ -12,6 +12,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 #define SECRET 1
@@ -36,6 +37,9 @@ typedef struct {
 #define HIDES 2   /* non-printable: may hide a secret (`text.may_hide`), SECRET */
 #define STRIPS 4  /* cleaning removes or rewrites it: CLEAN */
 static unsigned char CLASS[256];
+/* For an anchor: the ASCII characters that may come right before / after it in some trigger
+ * (bit c of a 128-bit set); an anchor with neither neighbour starts no trigger. */
+static uint64_t BEFORE[128][2], AFTER[128][2];
 
 INLINE Py_UCS4
 at(const Text *t, Py_ssize_t j)
@@ -322,8 +326,52 @@ strips(Py_UCS4 c)
 }
 
 static void
+allow(uint64_t set[128][2], const char *anchors, const char *neighbours)
+{
+    for (const char *a = anchors; *a; a++) {
+        for (const char *c = neighbours; *c; c++) {
+            set[(unsigned char)*a][(unsigned char)*c >> 6] |= (uint64_t)1 << ((unsigned char)*c & 63);
+        }
+    }
+}
+
+INLINE int
+has(const uint64_t set[2], Py_UCS4 c)
+{
+    return c < 128 && ((set[c >> 6] >> (c & 63)) & 1);
+}
+
+static void
+fill_neighbours(void)
+{
+    allow(BEFORE, "J", "y");
+    allow(BEFORE, "I", "KSA");
+    allow(BEFORE, "V", "I");
+    allow(BEFORE, "kK", "oOsrc"); /* tok-en, sk-, sk_live_ / rk_live_, slack */
+    allow(AFTER, "kK", "eE");     /* key */
+    allow(BEFORE, "cC", "eE1");   /* sec-ret, LS0tLS1-C */
+    allow(BEFORE, "wW", "sS");
+    allow(BEFORE, "zZ", "iI");
+    allow(BEFORE, "_", "pousrtf"); /* gh?_, _pat_, hf_ */
+    allow(AFTER, "_", "pP");       /* _pass */
+    allow(BEFORE, "-", "tabposr"); /* glpat-, xox?- */
+    allow(AFTER, ":", "/A");
+    allow(AFTER, "\\", "u");
+    allow(BEFORE, "G", "S");
+    allow(BEFORE, "=", "ge");
+    allow(BEFORE, "h", "t");
+    allow(BEFORE, "q", "s");
+    allow(AFTER, "b", "a6");
+    allow(BEFORE, "b", "od"); /* atob, mariadb */
+    allow(AFTER, "B", "aA6");
+    allow(AFTER, "\t", "oO");
+    allow(AFTER, "\r", "k");
+}
+
+static void
 fill_classes(void)
 {
+    fill_neighbours();
     for (Py_UCS4 c = 0; c < 256; c++) {
         unsigned char k = 0;
         if ((strchr("JIVkKcCwWzZ_-:\\G=hqbB", (int)c) != NULL && c != 0) || c == '\t' ||
@@ -371,7 +419,10 @@ scan_kind(const void *data, Py_ssize_t n, int kind, int wanted,
             if (k & HIDES) {
                 flags |= SECRET | ((k & STRIPS) ? CLEAN : 0);
             }
-            else if (!(flags & SECRET) && trigger(data, n, i, c)) {
+            else if (!(flags & SECRET) &&
+                     ((i > 0 && has(BEFORE[c], PyUnicode_READ(kind, data, i - 1))) ||
+                      (i + 1 < n && has(AFTER[c], PyUnicode_READ(kind, data, i + 1)))) &&
+                     trigger(data, n, i, c)) {
                 flags |= SECRET;
             }
         }
