@@ -69,6 +69,7 @@ STRING, INT, FLOAT, BOOL = "string", "int", "float", "bool"
 TIMESTAMP, DATE, JSON, OBJECT = "timestamp", "date", "json", "object"
 STRUCT, LIST = "struct", "list"
 UNKNOWN_DATE = "1970-01-01"
+_PyType = type  # (`Field.type` is the schema's type name)
 
 
 @dataclass(frozen=True)
@@ -92,16 +93,21 @@ class Field:
     def __post_init__(self) -> None:
         # What conforming a struct looks up for every value, computed once.
         members = tuple(f for f in self.fields if f.name != self.rest)
-        plan = tuple((f.name, f.type == STRING, f.nullable, f) for f in members)
+        plan = tuple((f.name, _DIRECT.get(f.type), f.nullable, f) for f in members)
         object.__setattr__(self, "plan", plan)
         object.__setattr__(self, "names", frozenset(f.name for f in self.fields))
 
-    plan: tuple[tuple[str, bool, bool, Field], ...] = dataclass_field(
+    plan: tuple[tuple[str, _PyType | None, bool, Field], ...] = dataclass_field(
         default=(), init=False, repr=False, compare=False
     )
     names: frozenset[str] = dataclass_field(
         default=frozenset(), init=False, repr=False, compare=False
     )
+
+
+# The Python type a value of a scalar field has when it is already what the field holds (then
+# conforming returns it as it is, a float only when finite): `_conform_struct`'s fast cases.
+_DIRECT: dict[str, type] = {STRING: str, INT: int, FLOAT: float}
 
 
 def _s(name: str, description: str, nullable: bool = False) -> Field:
@@ -787,13 +793,17 @@ def _misfit(rest: _Rest | None, path: _Path, value: Any) -> None:
 def _conform_struct(
     field: Field, value: Mapping[str, Any], rest: _Rest | None, path: _Path
 ) -> dict[str, Any]:
-    """Members in schema order; strings and nulls (most values) without a call."""
+    """Members in schema order; strings, finite floats, ints and nulls (most values) without
+    a call."""
     own = _Rest() if field.rest else None
     target, prefix = (own, ()) if own is not None else (rest, path)
     out: dict[str, Any] = {}
-    for name, is_string, nullable, member in field.plan:
-        item = value.get(name)
-        if (is_string and type(item) is str) or (item is None and nullable):
+    for name, direct, nullable, member in field.plan:
+        item: Any = value.get(name)
+        kind = type(item)
+        if (kind is direct and (kind is not float or math.isfinite(item))) or (
+            item is None and nullable
+        ):
             out[name] = item
         else:
             out[name] = conform(member, item, target, (*prefix, name))
