@@ -1,10 +1,12 @@
 """Native parts of the build; everything else is declared in pyproject.toml.
 
-The TQS V2 scorer's modules (and the IM fast check) are compiled with mypyc, and the
-character-entropy counter is a small C extension: together they make `trajcurate score`
-several times faster. The Python sources stay the single source of truth and run unchanged
-when no compiled module is present: set TRAJCURATE_PURE_PYTHON=1 to install without a C
-compiler (`scorers/__init__.py` refuses compiled modules older than their source).
+The TQS V2 scorer's modules (and the IM fast check and trainable rules) are compiled with
+mypyc; the character-entropy counter and the survey that tells redaction and cleaning which
+records they can skip (`transforms/redaction/_survey.c`) are small C extensions: together
+they make `trajcurate score` several times faster. The Python sources stay the single source
+of truth and run unchanged when no compiled module is present: set TRAJCURATE_PURE_PYTHON=1
+to install without a C compiler (`scorers/__init__.py` refuses compiled modules older than
+their source).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from setuptools import Extension, setup
 
 COMPILED_MODULES = [
     "scorers/im_check.py",
+    "scorers/im_validity.py",
     "scorers/tqs_v2/components.py",
     "scorers/tqs_v2/diagnostics.py",
     "scorers/tqs_v2/speedups.py",
@@ -41,10 +44,15 @@ def native_extensions() -> list[Extension]:
         ["scorers/tqs_v2/_speedups.c"],
         extra_compile_args=["-O2"],
     )
+    survey = Extension(
+        "transforms.redaction._survey",
+        ["transforms/redaction/_survey.c"],
+        extra_compile_args=["-O2"],
+    )
     compiled: list[Extension] = mypycify(
         COMPILED_MODULES, opt_level="3", group_name="scorers._native"
     )
-    return [entropy, *compiled]
+    return [entropy, survey, *compiled]
 
 
 setup(ext_modules=native_extensions())

@@ -1,7 +1,10 @@
 """How much slower is `trajcurate score` than just parsing its input? (`make bench`)
 
-Replicates the reference records to ~3000 lines in a temp file, then times, each as a whole
-separate process pinned to one core (`taskset -c 0` when available) and best of 3 runs:
+Replicates the reference records to 7,850 lines in a temp file (the "bar-style" file), copy N
+of a record with `-c<N>` appended to its `_instance_id`, so every line is an instance of its
+own, as in a corpus of distinct runs (copies sharing ids would be bundled together and cost
+the chain less). Then times, each as a whole separate process pinned to one core
+(`taskset -c 0` when available) and best of 3 runs:
   parse  `python -c` that `orjson.loads` every line of the file;
   score  `trajcurate score FILE -o OUT`.
 Both include interpreter start-up. Target from the issue: score / parse <= 4x.
@@ -10,6 +13,7 @@ Both include interpreter start-up. Target from the issue: score / parse <= 4x.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -29,11 +33,29 @@ PARSE_CODE = (
 
 
 def replicate(cases: Path, target_lines: int, dest: Path) -> int:
-    """Write copies of `cases` to `dest` until it has at least `target_lines`; return count."""
+    """Write `target_lines` lines to `dest`: the lines of `cases` over and over, the N-th copy
+    (from 1) of each with `-c<N>` appended to its `_instance_id`; return the count. The ids
+    are rewritten in the bytes (the lines keep their own spacing and escapes)."""
     lines = [line for line in cases.read_bytes().splitlines() if line.strip()]
-    copies = -(-target_lines // len(lines))
-    dest.write_bytes(b"".join(line + b"\n" for _ in range(copies) for line in lines))
-    return copies * len(lines)
+    out = []
+    for index in range(target_lines):
+        copy, line = index // len(lines) + 1, lines[index % len(lines)]
+        out.append(_with_instance_suffix(line, f"-c{copy}") + b"\n")
+    dest.write_bytes(b"".join(out))
+    return len(out)
+
+
+_INSTANCE_ID = re.compile(rb'("_instance_id"\s*:\s*")((?:[^"\\]|\\.)*)"')
+
+
+def _with_instance_suffix(line: bytes, suffix: str) -> bytes:
+    """`line` with `suffix` appended to its record's `_instance_id` (the first key of that
+    name outside a string: a JSON-escaped one inside a text is preceded by a backslash)."""
+    match = _INSTANCE_ID.search(line)
+    if match is None:
+        sys.exit(f"bench: a line without an _instance_id: {line[:80]!r}")
+    end = match.end(2)
+    return line[:end] + suffix.encode() + line[end:]
 
 
 def best_wall_seconds(command: list[str], runs: int, fresh: tuple[Path, ...] = ()) -> float:
@@ -67,7 +89,7 @@ def trajcurate_command() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
-    parser.add_argument("--lines", type=int, default=3000)
+    parser.add_argument("--lines", type=int, default=7850)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
     if not args.cases.is_file():
@@ -89,7 +111,10 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     ratio = score / parse
-    print(f"input    {records} records, {size_mb:.1f} MB ({args.cases.name} replicated)")
+    print(
+        f"input    {records} records, {size_mb:.1f} MB ({args.cases.name} replicated, "
+        "every line its own instance)"
+    )
     print(
         f"pinning  {'taskset -c 0' if pin else 'none (taskset not found): all cores'}; "
         f"best of {args.runs}, whole process incl. start-up"

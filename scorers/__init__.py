@@ -11,7 +11,8 @@ import importlib.machinery
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# Where compiled modules can be: this package and its subpackages, one level down.
+# Where compiled modules can be: this package and its subpackages, one level down
+# (transforms/redaction, which has one too, runs the same check on import).
 _COMPILED_DIRS = (_HERE, os.path.join(_HERE, "tqs_v2"))
 
 
@@ -35,8 +36,10 @@ def _stale_sources(directory: str) -> list[str]:
     return stale
 
 
-def _refuse_stale_compiled_modules() -> None:
-    stale = [path for directory in _COMPILED_DIRS for path in _stale_sources(directory)]
+def refuse_stale_compiled_modules(directories: tuple[str, ...] = _COMPILED_DIRS) -> None:
+    """Raise `StaleCompiledModule` if a compiled module in `directories` is older than its
+    source (this package's own by default)."""
+    stale = [path for directory in directories for path in _stale_sources(directory)]
     if stale:
         raise StaleCompiledModule(
             f"compiled modules are older than their source: {', '.join(sorted(stale))}; "
@@ -44,4 +47,4 @@ def _refuse_stale_compiled_modules() -> None:
         )
 
 
-_refuse_stale_compiled_modules()
+refuse_stale_compiled_modules()

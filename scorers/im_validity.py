@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypeGuard
 
 from scorers.im import InvalidRecord, agent_type, validate_im_record
 
@@ -42,7 +42,33 @@ def role_order_problem(record: Mapping[str, Any]) -> str | None:
     request). So multi-turn sessions are valid, and a `tool` message that answers no call of
     the assistant message before it is not.
     """
-    messages = [m for m in record.get("messages") or [] if m.get("role") != "system"]
+    messages = _conversation(record)
+    return _role_order_problem(messages, _tool_answers(messages))
+
+
+def _conversation(record: Mapping[str, Any]) -> list[Any]:
+    """The record's messages but its system messages."""
+    return [m for m in record.get("messages") or [] if m.get("role") != "system"]
+
+
+def _tool_answers(messages: list[Any]) -> dict[int, list[str]]:
+    """For each message followed right away by `tool` messages, their `tool_call_id`s (in
+    one pass: the role order and the unanswered-call rule both read them)."""
+    answers: dict[int, list[str]] = {}
+    run: list[str] | None = None
+    for index, message in enumerate(messages):
+        if message.get("role") != "tool":
+            run = None
+            continue
+        if run is None:
+            if not index:
+                continue  # the first message: nothing before it to answer
+            run = answers[index - 1] = []
+        run.append(str(message.get("tool_call_id") or ""))
+    return answers
+
+
+def _role_order_problem(messages: list[Any], answers: dict[int, list[str]]) -> str | None:
     roles = [m.get("role") for m in messages]
     if not roles:
         return "no messages besides the system prompt"
@@ -51,46 +77,58 @@ def role_order_problem(record: Mapping[str, Any]) -> str | None:
     if roles[-1] != "assistant":
         return f"last message is {roles[-1]!r}, expected 'assistant'"
     for index, (current, following) in enumerate(pairwise(roles)):
-        if following not in _ALLOWED_NEXT.get(current or "", frozenset()):
+        if following not in _ALLOWED_NEXT.get(current or "", _NOTHING):
             return f"message {index + 2} ({following!r}) may not follow {current!r}"
-    for index, message in enumerate(messages):
-        if message.get("role") == "assistant":
-            problem = _answers_problem(messages, index)
+    last = len(messages) - 1
+    for index, role in enumerate(roles):
+        if role == "assistant":
+            problem = _answers_problem(messages[index], answers.get(index, _NONE), index == last)
             if problem:
                 return f"message {index + 1}: {problem}"
     return None
 
 
-def _answers_problem(messages: Sequence[Mapping[str, Any]], index: int) -> str | None:
-    """What is wrong with the messages after assistant message `index`, or None.
+_NOTHING: frozenset[str] = frozenset()
+_NONE: list[str] = []  # no answers (never changed)
+
+
+def _answers_problem(message: Mapping[str, Any], answers: list[str], last: bool) -> str | None:
+    """What is wrong with the `tool` messages (`answers`) right after an assistant message,
+    or None.
 
     With calls: `tool` messages follow, each answering a different call of this message, in
     call order. A call left unanswered (a killed run, a lost result) is tolerated; a `user`
     message right after the calls is not. The last assistant message may end on its calls.
     Without calls: a `user` message or the end follows (a `tool` message answers nothing).
     """
-    calls = messages[index].get("tool_calls") or []
-    answers = []
-    for later in messages[index + 1 :]:
-        if later.get("role") != "tool":
-            break
-        answers.append(str(later.get("tool_call_id") or ""))
+    calls = message.get("tool_calls") or []
     if not calls:
         return "a tool message follows an assistant message without tool_calls" if answers else None
     if not answers:
-        if index + 1 == len(messages):
+        if last:
             return None
         return f"its {len(calls)} tool call(s) are not answered by tool messages"
-    call_ids = [str(call.get("id") or "") if isinstance(call, Mapping) else "" for call in calls]
+    call_ids = [str(call.get("id") or "") if _is_mapping(call) else "" for call in calls]
     if not _in_order(answers, call_ids):
         return f"tool messages answer {answers} but the tool calls are {call_ids} (in call order)"
     return None
 
 
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """`isinstance(value, Mapping)`, without the ABC check for a dict (the usual case)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _in_order(answers: list[str], call_ids: list[str]) -> bool:
     """Each answer names a different call, in the calls' order (a subsequence of them)."""
-    remaining = iter(call_ids)
-    return all(any(answer == call_id for call_id in remaining) for answer in answers)
+    position = 0
+    for answer in answers:
+        while position < len(call_ids) and call_ids[position] != answer:
+            position += 1
+        if position == len(call_ids):
+            return False
+        position += 1
+    return True
 
 
 def record_problem(record: object) -> str | None:
@@ -114,13 +152,15 @@ def trainable_problem(record: Mapping[str, Any]) -> str | None:
     """Why a valid IM record cannot be SFT data, or None: its role order, a run cut off
     after a tool result, an empty prompt, a call left unanswered before the last turn, or
     nothing to learn from (checked in that order; the first found is the reason)."""
-    problem = role_order_problem(record)
+    messages = _conversation(record)
+    answers = _tool_answers(messages)
+    problem = _role_order_problem(messages, answers)
     if problem:
         return f"invalid role order: {problem}"
     return (
         stopped_after_result_problem(record)
         or empty_prompt_problem(record)
-        or unanswered_call_problem(record)
+        or _unanswered_call_problem(messages, answers)
         or nothing_to_learn_problem(record)
     )
 
@@ -135,9 +175,9 @@ def stopped_after_result_problem(record: Mapping[str, Any]) -> str | None:
     (OpenHands' `finish`) has no result to cut and is not affected.
     """
     info = (record.get("meta_info") or {}).get("unique_info") or {}
-    metadata = info.get("_instance_metadata") if isinstance(info, Mapping) else None
-    fidelity = metadata.get("fidelity") if isinstance(metadata, Mapping) else None
-    count = fidelity.get(UNANSWERED_RESULTS) if isinstance(fidelity, Mapping) else None
+    metadata = info.get("_instance_metadata") if _is_mapping(info) else None
+    fidelity = metadata.get("fidelity") if _is_mapping(metadata) else None
+    count = fidelity.get(UNANSWERED_RESULTS) if _is_mapping(fidelity) else None
     if isinstance(count, int) and not isinstance(count, bool) and count > 0:
         return (
             f"truncated: the run stopped after {count} tool result(s) the model never "
@@ -169,11 +209,18 @@ def unanswered_call_problem(record: Mapping[str, Any]) -> str | None:
     would teach the model to go on without one). The last assistant message may end on its
     calls (OpenHands' `finish`, a run stopped after a call). Names the first such call.
     """
-    messages = [m for m in record.get("messages") or [] if m.get("role") != "system"]
+    messages = _conversation(record)
+    return _unanswered_call_problem(messages, _tool_answers(messages))
+
+
+def _unanswered_call_problem(messages: list[Any], answers: dict[int, list[str]]) -> str | None:
     last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=0)
-    for index, message in enumerate(messages[:last]):
+    for index in range(last):
+        message = messages[index]
         calls = message.get("tool_calls") if message.get("role") == "assistant" else None
-        left = _unanswered(messages, index, calls or [])
+        if not calls:
+            continue  # no call to leave unanswered
+        left = _unanswered(calls, answers.get(index, _NONE))
         if left:
             call_id = str(left[0].get("id") or "") if isinstance(left[0], Mapping) else ""
             return (
@@ -184,21 +231,14 @@ def unanswered_call_problem(record: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _unanswered(
-    messages: Sequence[Mapping[str, Any]], index: int, calls: Sequence[Any]
-) -> list[Any]:
-    """The calls of assistant message `index` that no `tool` message right after it answers
-    (answers are matched to calls in call order, as `_in_order` does)."""
-    answers = []
-    for later in messages[index + 1 :]:
-        if later.get("role") != "tool":
-            break
-        answers.append(str(later.get("tool_call_id") or ""))
+def _unanswered(calls: Sequence[Any], answers: list[str]) -> list[Any]:
+    """The calls of an assistant message that no `tool` message right after it answers
+    (`answers`; matched to calls in call order, as `_in_order` does)."""
     left: list[Any] = []
     pending = iter(answers)
     wanted = next(pending, None)
     for call in calls:
-        call_id = str(call.get("id") or "") if isinstance(call, Mapping) else ""
+        call_id = str(call.get("id") or "") if _is_mapping(call) else ""
         if wanted is not None and wanted == call_id:
             wanted = next(pending, None)
         else:

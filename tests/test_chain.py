@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pipelines.cli import build_parser, main
 from pipelines.convert_command import convert
 from pipelines.score_command import ScoreOptions, score_files
+from transforms.bundle_steps import clean_bundle, mask_secrets
 from transforms.chain import (
     DEAD_LETTER,
     REJECTED,
@@ -24,10 +25,13 @@ from transforms.chain import (
     Drop,
     Stage,
     accounting,
+    clean_after_survey,
     run_stages,
     stage_names,
+    stages_before_judge,
 )
-from transforms.cleaning import MAX_DEPTH, TooDeep, clean_record, clean_text
+from transforms.cleaning import MAX_DEPTH, SURVEYED, TooDeep, clean_record, clean_text
+from transforms.diagnose_step import DiagnoseSettings
 
 JOB = "2026-06-16__12-00-00"
 
@@ -250,3 +254,58 @@ def test_the_fast_check_finds_every_record_that_needs_cleaning(text: str) -> Non
     record = {"messages": [{"content": text}]}
     assert clean_record(record) == expected[1]
     assert record["messages"][0]["content"] == expected[0]
+
+
+def _between_redact_and_clean(settings: ChainSettings) -> list[Stage]:
+    stages = stages_before_judge(settings)
+    names = [stage.name for stage in stages]
+    return stages[names.index("redact") + 1 : names.index("clean")]
+
+
+@pytest.mark.parametrize("trainable", ["mark", "drop"])
+def test_the_stages_between_redact_and_clean_leave_the_conversation_alone(
+    cases_lines: list[bytes], trainable: str
+) -> None:
+    """What lets the `clean` stage reuse the redact stage's survey of each record
+    (`cleaning.after_survey`): scoring, diagnosing and the trainable rules add to `meta_info`,
+    never to the messages or the tools."""
+    settings = ChainSettings(
+        instance_status="all", trainable=trainable, sidecar=True, diagnose=DiagnoseSettings()
+    )
+    between = _between_redact_and_clean(settings)
+    assert [stage.name for stage in between] == ["score", "diagnose", "trainable"]
+    for line in cases_lines[:120]:
+        record = orjson.loads(line)
+        bundle = {**_bundle(), "records": [record], "rewards": {"reward": 1.0}}
+        conversation = orjson.dumps([record["messages"], record.get("tools")])
+        record_keys = list(record)
+        result = run_stages(bundle, between, lambda name: None)
+        assert not (isinstance(result, Drop) and result.kind == DEAD_LETTER)
+        assert orjson.dumps([record["messages"], record.get("tools")]) == conversation
+        assert list(record) == record_keys
+
+
+def test_the_clean_stage_after_the_survey_cleans_what_the_plain_stage_cleans() -> None:
+    """The redact stage leaves its survey's verdict on the bundle; a record it found clean is
+    looked at again only outside its conversation, where the later stages write."""
+    dirty = {"role": "user", "content": "bell\x07 and \x1b[31mred\x1b[0m"}
+    clean = {"role": "user", "content": "plain"}
+
+    def bundle() -> dict[str, Any]:
+        records = []
+        for message in (clean, dirty):
+            record = {"version": "2.0.0", "meta_info": {"unique_info": {}}, "messages": []}
+            record["messages"].append(dict(message))
+            records.append(record)
+        return {**_bundle(), "records": records}
+
+    surveyed = mask_secrets(bundle())
+    assert surveyed[SURVEYED] == [True, False]
+    surveyed["records"][0]["meta_info"]["unique_info"]["_trainable"] = "why\u200b"  # later
+    cleaned = clean_after_survey(surveyed)
+    assert SURVEYED not in cleaned
+    plain = bundle()
+    plain["records"][0]["meta_info"]["unique_info"]["_trainable"] = "why\u200b"
+    plain = clean_bundle(plain)
+    assert orjson.dumps(cleaned["records"]) == orjson.dumps(plain["records"])
+    assert cleaned["tallies"] == plain["tallies"] == {"cleaned.control_chars": 11}

@@ -13,7 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import scorers
+from scorers import im_validity
 from scorers.tqs_v2 import score, speedups
+from transforms.redaction import survey
 
 PURE_PYTHON = os.environ.get("TRAJCURATE_PURE_PYTHON") == "1"
 # Latin-1 strings take the C table path; wider ones (BMP, astral) the sort path.
@@ -79,7 +81,9 @@ def test_native_contains_any_examples() -> None:
 def test_compiled_modules_are_in_use() -> None:
     # A silently uncompiled install would score several times slower.
     assert speedups.NATIVE
+    assert survey.NATIVE  # redaction and cleaning would walk every record in Python
     assert not score.__file__.endswith(".py"), score.__file__
+    assert not im_validity.__file__.endswith(".py"), im_validity.__file__
 
 
 def _touch(path: Path, mtime: float) -> None:

@@ -307,6 +307,60 @@ def test_conforming_twice_changes_nothing() -> None:
     assert orjson.loads(usage)["extra"] == '{"note":"n"}'
 
 
+ODD_MESSAGES: list[Any] = [
+    {"role": "user", "content": "plain"},
+    {"content": "no role"},
+    {"role": "user", "content": None},
+    {"role": "user", "content": 7},
+    {"role": "user", "content": ["a", "list"]},
+    {"role": None, "content": "x", "reasoning_content": None},
+    {"role": "assistant", "content": "", "reasoning_content": 3},
+    {"role": "assistant", "content": "x", "tool_calls": []},
+    {"role": "assistant", "content": "x", "tool_calls": "not a list"},
+    {"role": "assistant", "content": "x", "tool_calls": [None, 3, "call"]},
+    {"role": "assistant", "content": "x", "tool_calls": [{"id": "c", "type": "function"}]},
+    {
+        "role": "assistant",
+        "content": "x",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": None, "type": "function", "function": {"name": "f", "arguments": {"a": 1}}},
+            {"id": "c3", "function": {"name": "g", "arguments": "{}", "extra": 1}, "index": 0},
+        ],
+    },
+    {"role": "tool", "content": "r", "tool_call_id": 5, "name": "f"},
+    {"role": "tool", "content": "r", "tool_call_id": "c1", "name": None, "weight": 1},
+    "not a message",
+    None,
+]
+ODD_TOOLS: list[Any] = [
+    {"type": "function", "function": {"name": "f", "description": "d", "parameters": {}}},
+    {"type": "function", "function": {"name": "f"}},
+    {"type": "function", "function": {"name": "f", "description": None, "parameters": None}},
+    {"type": "function", "function": {"name": "f", "description": 1, "parameters": "text"}},
+    {"type": "function", "function": {"name": 2, "parameters": [1, 2]}},
+    {"type": "function", "function": None},
+    {"type": "function", "function": {"name": "f", "strict": True}},
+    {"function": {"name": "f"}},
+    {"type": "function", "function": {"name": "f"}, "cache_control": {}},
+    7,
+]
+
+
+def test_the_fast_paths_conform_as_the_general_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Messages and tools of the usual shape have fast paths (`schema._message`,
+    `schema._tool`); whatever the shape, a record conforms to the same bytes without them."""
+    record = _im_record("x")
+    record["messages"] = [*record["messages"], *ODD_MESSAGES]
+    record["tools"] = ODD_TOOLS
+    fast = orjson.dumps(conform_im_record(record))
+    monkeypatch.setattr(schema, "_FAST_ITEMS", {})
+    general = orjson.dumps(conform_im_record(record))
+    assert fast == general
+    weighted = len(record["messages"]) - 3  # the odd shapes went the general way
+    assert f"messages[{weighted}].weight".encode() in fast
+
+
 def test_im_output_read_back_as_input_gives_the_same_records(outputs: Path, tmp_path: Path) -> None:
     files = _files(outputs, "im.jsonl")
     written = _written(files)

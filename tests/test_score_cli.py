@@ -6,6 +6,7 @@ figure below is a real reference figure; the real scorer is exercised in test_sc
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import io
 import re
@@ -16,11 +17,14 @@ import orjson
 import pytest
 
 from pipelines.cli import main
+from pipelines.curate_loop import CurationLoop
 from pipelines.score_command import rejects_path
 from scorers import tqs_v2
 from scorers.im import agent_type
+from transforms.chain import ChainSettings
 from transforms.cleaning import clean_record
 from transforms.progress import Progress
+from transforms.readers.confined import ReadLimits
 from transforms.sinks.schema import conform_im_record
 
 Record = dict[str, Any]
@@ -366,3 +370,29 @@ def test_progress_reports_every_n_records_or_interval() -> None:
         "run: 3 records, 0.0 s, 0/s",
         "run: 4 records, 6.0 s, 1/s",
     ]
+
+
+def test_the_scoring_chain_leaves_no_cyclic_garbage(tmp_path: Path, cases_path: Path) -> None:
+    """`trajcurate score` runs with the cycle collector off (`_no_cycle_collection`): that is
+    only safe while reading, the chain and the real TQS V2 scorer free everything by
+    reference counting, which a reference cycle (an `Action` pointing at itself was one)
+    would break."""
+    data = _write(tmp_path / "in.jsonl", cases_path.read_bytes().splitlines()[:80])
+    settings = ChainSettings(instance_status="all", trainable="mark")
+
+    def curate() -> int:
+        written: list[int] = []
+        loop = CurationLoop(settings, ReadLimits(), write=lambda b: written.append(1), drop=print)
+        loop.run([str(data)], "im")
+        return len(written)
+
+    assert curate() == 80  # the first run compiles rules and imports lazily
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert curate() == 80
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from scorers.im import agent_type
 from transforms import bundle_steps as steps
+from transforms.cleaning import after_survey
 from transforms.redact import mask_secrets_in_text
 
 if TYPE_CHECKING:
@@ -199,7 +200,7 @@ def stages_before_judge(settings: ChainSettings) -> list[Stage]:
         stages.append(Stage(TRAINABLE, transform=steps.mark_untrainable))
     else:
         stages.append(Stage(TRAINABLE, check=steps.trainable_problem))
-    stages.append(Stage("clean", transform=steps.clean_bundle))
+    stages.append(Stage("clean", transform=clean_after_survey))
     if settings.tokenizer:  # on the text as written
         from transforms.tokens import MAX_TOKENS_STAGE, TOKENS_STAGE, count_tokens, over_max
 
@@ -209,6 +210,13 @@ def stages_before_judge(settings: ChainSettings) -> list[Stage]:
             stages.append(Stage(MAX_TOKENS_STAGE, check=over))
     stages.append(Stage("gate", check=partial(steps.gate_problem, settings=gate)))
     return stages
+
+
+def clean_after_survey(bundle: Bundle) -> Bundle:
+    """The `clean` stage: `clean_bundle`, with what the redact stage's pass over each record
+    found (`cleaning.after_survey`): one pass over a record's strings for both."""
+    with after_survey(bundle):
+        return steps.clean_bundle(bundle)
 
 
 def stages_after_judge(settings: ChainSettings) -> list[Stage]:

@@ -23,9 +23,14 @@ JSON writers, so it raises `TooDeep` naming where it is.
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
+
+from transforms.redaction.survey import CLEAN, survey_value
 
 MAX_DEPTH = 254  # orjson, which writes every output, refuses deeper values
 # Unicode 14's format characters (Cf, what Python 3.11's unicodedata knows) but the joiners
@@ -96,6 +101,9 @@ def _may_hold_controls(encoded: bytes) -> bool:
     )
 
 
+_CONVERSATION = frozenset(("messages", "tools"))
+
+
 class TooDeep(ValueError):
     """A value nested deeper than `MAX_DEPTH` levels."""
 
@@ -103,6 +111,8 @@ class TooDeep(ValueError):
 def clean_text(text: str) -> tuple[str, int]:
     """`text` without control characters, escape sequences and invisible Unicode (see the
     module docstring); how many characters went or were rewritten."""
+    if not survey_value(text) & CLEAN:
+        return text, 0  # the survey (C) finds nothing the patterns below could match
     separators = 0
     if not text.isascii() and _SEPARATOR.search(text) is not None:
         text, separators = _SEPARATOR.subn("\n", text)
@@ -116,6 +126,8 @@ def clean_value(value: Any, where: str = "", depth: int = 0) -> tuple[Any, int]:
     """`value` with every string (dict keys too) cleaned; characters removed in total."""
     if isinstance(value, str):
         return clean_text(value)
+    if not survey_value(value, depth=depth) & CLEAN:
+        return value, 0  # the survey (one pass in C) finds nothing to clean in it
     if depth >= MAX_DEPTH:
         if isinstance(value, dict | list):
             raise TooDeep(f"a value nested deeper than {MAX_DEPTH} levels at {where or '/'}")
@@ -139,12 +151,48 @@ def clean_value(value: Any, where: str = "", depth: int = 0) -> tuple[Any, int]:
     return value, removed
 
 
+# The bundle key the redact stage leaves: per record, whether its survey (the one pass over
+# the record's strings that redaction makes) found nothing to clean.
+SURVEYED = "surveyed_clean"
+_surveyed = threading.local()  # ids of the records of the bundle being cleaned found clean
+
+
+@contextmanager
+def after_survey(bundle: dict[str, Any]) -> Iterator[None]:
+    """Clean `bundle`'s records (`clean_record`) knowing what the redact stage's survey found
+    (`SURVEYED`, taken off the bundle). A record it found nothing to clean in has changed since
+    outside its messages and tools only: the stages between (scoring, diagnosing, marking)
+    add to `meta_info` and never touch the conversation (tests/test_chain.py checks it), so
+    only the rest is surveyed again. Without `SURVEYED` (`--redact off`) every record is
+    surveyed whole."""
+    flags = bundle.pop(SURVEYED, None)
+    records = bundle.get("records")
+    known: set[int] = set()
+    if isinstance(flags, list) and isinstance(records, list) and len(flags) == len(records):
+        known = {id(record) for record, clean in zip(records, flags, strict=True) if clean}
+    previous = getattr(_surveyed, "known", None)
+    _surveyed.known = known
+    try:
+        yield
+    finally:
+        _surveyed.known = previous
+
+
 def clean_record(record: dict[str, Any]) -> int:
     """Clean every string of `record` in place; how many characters were removed.
 
-    Most records have nothing to remove: one C-speed serialisation tells, and only records
-    it flags (or cannot serialise) are walked.
+    Most records have nothing to remove: the survey (`transforms/redaction/survey.py`, one
+    pass in C, made once with redaction: `after_survey`) tells, and of the records it flags
+    (it also flags invisible characters that stay) one C-speed serialisation tells which have
+    nothing to remove; only the others (and those it cannot serialise) are walked.
     """
+    known = getattr(_surveyed, "known", None)
+    if known and id(record) in known:
+        rest = {key: value for key, value in record.items() if key not in _CONVERSATION}
+        if not survey_value(rest) & CLEAN:
+            return 0
+    elif not survey_value(record) & CLEAN:
+        return 0
     try:
         encoded = orjson.dumps(record)
     except orjson.JSONEncodeError:

@@ -24,10 +24,12 @@ to that name. Detectors read each text as the cleaner will leave it (no zero-wid
 invisible characters), and base64 runs are decoded where the record mentions base64
 (`transforms/redaction/text.py`).
 
-Speed: the strings of a record are joined and scanned once by the prefilter
-(`transforms/redaction/patterns.py`: a few literal searches, no detector), so a record
-without any trigger, invisible character or mention of base64 is returned untouched right
-there; only the strings of a record that matched go one by one through the detectors. Long
+Speed: one pass in C over every string of a record (`transforms/redaction/survey.py`, the
+same pass tells cleaning whether it has anything to do) returns a record without any
+trigger, invisible character or mention of base64 untouched right there. A record it flags
+has its strings joined and scanned by the prefilter (`transforms/redaction/patterns.py`: a
+few literal searches, no detector), and only the strings of a record that matched go one
+by one through the detectors. Long
 texts found clean (system prompts, tool descriptions and schemas, repeated file contents)
 are remembered and not scanned again. `benchmarks/bench_redact.py` measures it against
 scoring.
@@ -43,8 +45,10 @@ from typing import Any
 
 import orjson
 
+from transforms.cleaning import SURVEYED
 from transforms.redaction.patterns import PREFILTER, search_any
 from transforms.redaction.rules import NONE, high_entropy, literal_secret, looks_random, name_tier
+from transforms.redaction.survey import CLEAN, SECRET, survey_record, survey_value
 from transforms.redaction.text import (
     has_b64_hint,
     may_hide,
@@ -96,7 +100,16 @@ MAX_DEPTH = 64
 
 def redact_record(record: dict[str, Any]) -> Counter[str]:
     """Redact one IM record in place; the count of secrets found per kind."""
+    return _redact_surveyed(record)[0]
+
+
+def _redact_surveyed(record: dict[str, Any]) -> tuple[Counter[str], int]:
+    """`redact_record`, and the record's survey bits (`survey.CLEAN` says whether cleaning may
+    have something to do), both bits when redaction had to look: the record may have changed."""
     counts: Counter[str] = Counter()
+    bits = survey_record(record)
+    if not bits & SECRET:  # one pass in C: nothing to look at
+        return counts, bits
     texts = _texts(record)
     if texts is None:
         b64 = True
@@ -105,13 +118,13 @@ def redact_record(record: dict[str, Any]) -> Counter[str]:
         if not search_any(joined) and not may_hide(joined):
             for text in texts[0]:
                 _remember_clean(text)
-            return counts
+            return counts, bits
         b64 = has_b64_hint(joined)
     messages = record.get("messages")
     if isinstance(messages, list):
         _redact_split_keys(messages, counts)
     _redact_value(record, counts, 0, b64)
-    return counts
+    return counts, SECRET | CLEAN
 
 
 def _texts(record: dict[str, Any]) -> tuple[list[str], list[str]] | None:
@@ -223,20 +236,32 @@ def _remember_clean(text: str) -> None:
 def redact_bundle(bundle: Mapping[str, Any], mode: str) -> Counter[str]:
     """Redact every record of a bundle (`transforms/readers/bundle.py`) in place in "mask"
     and "drop" mode; nothing in "off". Its `metadata`, `usage` and `warnings` too (mostly the
-    main record's own objects, already done then). The count of secrets found per kind."""
+    main record's own objects, already done then). The count of secrets found per kind.
+
+    The same pass tells cleaning which records it found nothing to clean in: the bundle gets
+    `cleaning.SURVEYED` (one flag per record), which the `clean` stage takes (`after_survey`).
+    """
     if mode not in REDACT_MODES:
         raise ValueError(f"redaction mode must be one of {', '.join(REDACT_MODES)}: {mode!r}")
     counts: Counter[str] = Counter()
     if mode == "off":
         return counts
     records = bundle.get("records")
+    surveyed: list[bool] = []
     for record in records if isinstance(records, list) else ():
+        bits = SECRET | CLEAN
         if isinstance(record, dict):
-            counts += redact_record(record)
+            found, bits = _redact_surveyed(record)
+            counts += found
+        surveyed.append(not bits & CLEAN)
+    changed: Counter[str] = Counter()
     for field in ("metadata", "usage", "warnings"):
         value = bundle.get(field)
         if isinstance(value, dict | list):
-            counts += redact_object(value)
+            changed += redact_object(value)
+    counts += changed
+    if isinstance(bundle, dict) and isinstance(records, list) and not changed:
+        bundle[SURVEYED] = surveyed
     return counts
 
 
@@ -245,6 +270,8 @@ def redact_object(value: dict[str, Any] | list[Any]) -> Counter[str]:
     secret's key judged as assigned to it), to `MAX_DEPTH`: bundle metadata, the LLM judges'
     answers. The count per kind."""
     counts: Counter[str] = Counter()
+    if not survey_value(value, named=True) & SECRET:
+        return counts
     try:
         b64 = has_b64_hint(orjson.dumps(value).decode())
     except TypeError:  # not serialisable as it is: look at every base64 run
@@ -259,6 +286,8 @@ def _redact_string(text: str, counts: Counter[str], b64: bool) -> str:
     if not b64:
         if len(text) >= _CACHE_MIN and text in _clean:
             return text
+        if not survey_value(text) & SECRET:
+            return text
         if not search_any(text) and not may_hide(text):
             _remember_clean(text)
             return text
@@ -270,8 +299,8 @@ def _redact_value(value: Any, counts: Counter[str], depth: int, b64: bool) -> An
     string under `arguments` is a tool call's JSON arguments (`_redact_arguments`)."""
     if isinstance(value, str):
         return _redact_string(value, counts, b64) if value else value
-    if depth >= MAX_DEPTH:
-        return value
+    if depth >= MAX_DEPTH or (not b64 and not survey_value(value, named=True) & SECRET):
+        return value  # (the survey: nothing in it has a trigger or a secret's name)
     if isinstance(value, list):
         for index, item in enumerate(value):
             if isinstance(item, str | list | dict):
@@ -326,7 +355,10 @@ def _redact_arguments(arguments: str, counts: Counter[str], b64: bool) -> str:
     """Tool-call arguments: the JSON is decoded so that escaped secrets (a PEM key whose
     newlines are `\\n`, `\\u0041KIA...`, a `\\u200b` inside a key) are found, and re-encoded
     only when one was."""
-    if not b64 and not search_any(arguments) and not may_hide(arguments):
+    if not b64 and (
+        not survey_value(arguments) & SECRET
+        or (not search_any(arguments) and not may_hide(arguments))
+    ):
         return arguments
     found: Counter[str] = Counter()
     try:

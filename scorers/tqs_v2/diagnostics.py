@@ -114,7 +114,8 @@ def post_error_diversity(trajectory: Trajectory) -> float | None:
         if following is None:
             continue
         type_changed = 1.0 if following.name != action.name else 0.0
-        overlap = _jaccard(set(action.first_of_tool.targets), set(following.targets))
+        first_call = action.first_of_tool or action
+        overlap = _jaccard(set(first_call.targets), set(following.targets))
         scores.append((type_changed + (1.0 - overlap)) / 2)
     return sum(scores) / len(scores) if scores else None
 

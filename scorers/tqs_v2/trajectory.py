@@ -71,8 +71,10 @@ class Action:
         self.targets = targets
         self.editor_write = editor_write
         self.observation: Observation | None = None
-        # The first call of the same tool in the same message (itself if it is the first).
-        self.first_of_tool: Action = self
+        # The first call of the same tool in the same message; None when it is this one (not
+        # `self`: a reference to itself would make every first call a reference cycle, which
+        # only the cycle collector frees).
+        self.first_of_tool: Action | None = None
 
     @property
     def is_write(self) -> bool:
@@ -286,8 +288,9 @@ def _look_up_tools_once(actions: list[Action]) -> None:
     compares the first call's targets. Edits (FEC, DPI, SCP) still use every call's own."""
     first: dict[str, Action] = {}
     for action in actions:
-        action.first_of_tool = first.setdefault(action.name, action)
-        action.kind = action.first_of_tool.kind
+        first_call = first.setdefault(action.name, action)
+        action.first_of_tool = None if first_call is action else first_call
+        action.kind = first_call.kind
 
 
 def build_terminus_trajectory(

@@ -4,5 +4,13 @@
   somewhere, so a text without one costs one scan) and the detector regexes;
 - `rules`: when a name is a secret's name and a value a secret value (placeholders,
   references, code expressions and digests are not);
-- `text`: `redact_text`, the detectors in order over one string.
+- `text`: `redact_text`, the detectors in order over one string;
+- `survey`: one pass (in C) over a record's strings that tells redaction and cleaning whether
+  they have anything to look at.
 """
+
+import os
+
+from scorers import refuse_stale_compiled_modules
+
+refuse_stale_compiled_modules((os.path.dirname(os.path.abspath(__file__)),))

@@ -69,6 +69,7 @@ STRING, INT, FLOAT, BOOL = "string", "int", "float", "bool"
 TIMESTAMP, DATE, JSON, OBJECT = "timestamp", "date", "json", "object"
 STRUCT, LIST = "struct", "list"
 UNKNOWN_DATE = "1970-01-01"
+_PyType = type  # (`Field.type` is the schema's type name)
 
 
 @dataclass(frozen=True)
@@ -92,16 +93,21 @@ class Field:
     def __post_init__(self) -> None:
         # What conforming a struct looks up for every value, computed once.
         members = tuple(f for f in self.fields if f.name != self.rest)
-        plan = tuple((f.name, f.type == STRING, f.nullable, f) for f in members)
+        plan = tuple((f.name, _DIRECT.get(f.type), f.nullable, f) for f in members)
         object.__setattr__(self, "plan", plan)
         object.__setattr__(self, "names", frozenset(f.name for f in self.fields))
 
-    plan: tuple[tuple[str, bool, bool, Field], ...] = dataclass_field(
+    plan: tuple[tuple[str, _PyType | None, bool, Field], ...] = dataclass_field(
         default=(), init=False, repr=False, compare=False
     )
     names: frozenset[str] = dataclass_field(
         default=frozenset(), init=False, repr=False, compare=False
     )
+
+
+# The Python type a value of a scalar field has when it is already what the field holds (then
+# conforming returns it as it is, a float only when finite): `_conform_struct`'s fast cases.
+_DIRECT: dict[str, type] = {STRING: str, INT: int, FLOAT: float}
 
 
 def _s(name: str, description: str, nullable: bool = False) -> Field:
@@ -548,6 +554,7 @@ IM_SCHEMA = Field(
     ),
 )
 
+
 def _lf_json(name: str, description: str) -> Field:
     """An LF metadata column: JSON text, never null (`"null"` when the IM key is null), so
     that every column of every lf.json is a string whatever the job (README, Output schema)."""
@@ -757,9 +764,18 @@ def conform(field: Field, value: Any, rest: _Rest | None = None, path: _Path = (
 
 
 def _conform_items(item: Field, values: list[Any], rest: _Rest | None, path: _Path) -> list[Any]:
-    """A list's items; objects (messages, calls: most of a record) straight to the struct."""
+    """A list's items; objects (messages, calls: most of a record) straight to the struct,
+    messages and tools of the usual shape by their fast paths (`_message`, `_tool`)."""
     if item.type != STRUCT:
         return [conform(item, v, rest, (*path, n)) for n, v in enumerate(values)]
+    fast = _FAST_ITEMS.get(item.name)
+    if fast is not None and fast[0] is item:
+        shaped = fast[1]
+        out = []
+        for n, v in enumerate(values):
+            conformed = shaped(v) if type(v) is dict else None
+            out.append(conformed if conformed is not None else conform(item, v, rest, (*path, n)))
+        return out
     return [
         _conform_struct(item, v, rest, (*path, n))
         if type(v) is dict
@@ -777,13 +793,17 @@ def _misfit(rest: _Rest | None, path: _Path, value: Any) -> None:
 def _conform_struct(
     field: Field, value: Mapping[str, Any], rest: _Rest | None, path: _Path
 ) -> dict[str, Any]:
-    """Members in schema order; strings and nulls (most values) without a call."""
+    """Members in schema order; strings, finite floats, ints and nulls (most values) without
+    a call."""
     own = _Rest() if field.rest else None
     target, prefix = (own, ()) if own is not None else (rest, path)
     out: dict[str, Any] = {}
-    for name, is_string, nullable, member in field.plan:
-        item = value.get(name)
-        if (is_string and type(item) is str) or (item is None and nullable):
+    for name, direct, nullable, member in field.plan:
+        item: Any = value.get(name)
+        kind = type(item)
+        if (kind is direct and (kind is not float or math.isfinite(item))) or (
+            item is None and nullable
+        ):
             out[name] = item
         else:
             out[name] = conform(member, item, target, (*prefix, name))
@@ -795,6 +815,129 @@ def _conform_struct(
         own.merge_text(value.get(field.rest))
         out[field.rest] = own.text()
     return out
+
+
+# --- fast paths: the structs that make up most of a record ---------------------------------
+#
+# A message, tool call or tool whose every key is the schema's and every value of its type
+# conforms to a copy of itself in schema order, with nothing for the remainder: these build
+# that copy directly, and return None for anything else, which then goes the general way
+# (`_conform_struct`), so the result is the same either way (tests/test_output_schema.py
+# compares the two on odd shapes). The key orders are checked against the definitions here.
+
+_NoneType = type(None)
+_NULLABLE_STR = (str, _NoneType)
+assert [f.name for f in MESSAGE.fields] == [
+    "role",
+    "content",
+    "reasoning_content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+]
+assert [(f.type, f.nullable) for f in MESSAGE.fields] == [
+    (STRING, False),
+    (STRING, False),
+    (STRING, True),
+    (LIST, True),
+    (STRING, True),
+    (STRING, True),
+]
+assert [(f.name, f.type, f.nullable) for f in TOOL_CALL.fields] == [
+    ("id", STRING, False),
+    ("type", STRING, False),
+    ("function", STRUCT, False),
+]
+assert [(f.name, f.type, f.nullable) for f in TOOL_CALL.fields[2].fields] == [
+    ("name", STRING, False),
+    ("arguments", STRING, False),
+]
+assert [(f.name, f.type, f.nullable) for f in TOOL.fields] == [
+    ("type", STRING, False),
+    ("function", STRUCT, False),
+]
+assert [(f.name, f.type, f.nullable) for f in TOOL.fields[1].fields] == [
+    ("name", STRING, False),
+    ("description", STRING, True),
+    ("parameters", OBJECT, True),
+]
+assert not (MESSAGE.rest or TOOL_CALL.rest or TOOL.rest)
+
+
+def _tool_call(call: dict[str, Any]) -> dict[str, Any] | None:
+    function = call.get("function")
+    if (
+        type(function) is not dict
+        or not _CALL_NAMES.issuperset(call)
+        or not _CALL_FUNCTION_NAMES.issuperset(function)
+    ):
+        return None
+    call_id, kind = call.get("id"), call.get("type")
+    name, arguments = function.get("name"), function.get("arguments")
+    if type(call_id) is str and type(kind) is str and type(name) is str and type(arguments) is str:
+        return {"id": call_id, "type": kind, "function": {"name": name, "arguments": arguments}}
+    return None
+
+
+def _message(message: dict[str, Any]) -> dict[str, Any] | None:
+    if not _MESSAGE_NAMES.issuperset(message):
+        return None
+    get = message.get
+    role, content, reasoning = get("role"), get("content"), get("reasoning_content")
+    call_id, name, calls = get("tool_call_id"), get("name"), get("tool_calls")
+    if not (
+        type(role) is str
+        and type(content) is str
+        and type(reasoning) in _NULLABLE_STR
+        and type(call_id) in _NULLABLE_STR
+        and type(name) in _NULLABLE_STR
+    ):
+        return None
+    if calls is not None:
+        if type(calls) is not list:
+            return None
+        conformed = []
+        for call in calls:
+            done = _tool_call(call) if type(call) is dict else None
+            if done is None:
+                return None
+            conformed.append(done)
+        calls = conformed
+    return {
+        "role": role,
+        "content": content,
+        "reasoning_content": reasoning,
+        "tool_calls": calls,
+        "tool_call_id": call_id,
+        "name": name,
+    }
+
+
+def _tool(tool: dict[str, Any]) -> dict[str, Any] | None:
+    function = tool.get("function")
+    if (
+        type(function) is not dict
+        or not _TOOL_NAMES.issuperset(tool)
+        or not _TOOL_FUNCTION_NAMES.issuperset(function)
+    ):
+        return None
+    kind, name, description = tool.get("type"), function.get("name"), function.get("description")
+    if type(kind) is str and type(name) is str and type(description) in _NULLABLE_STR:
+        parameters = function.get("parameters")
+        return {
+            "type": kind,
+            "function": {"name": name, "description": description, "parameters": parameters},
+        }
+    return None
+
+
+_MESSAGE_NAMES = MESSAGE.names
+_CALL_NAMES = TOOL_CALL.names
+_CALL_FUNCTION_NAMES = TOOL_CALL.fields[2].names
+_TOOL_NAMES = TOOL.names
+_TOOL_FUNCTION_NAMES = TOOL.fields[1].names
+# by item name, with the item it is for (a struct of another schema may share the name)
+_FAST_ITEMS = {MESSAGE.name: (MESSAGE, _message), TOOL.name: (TOOL, _tool)}
 
 
 def conform_im_record(record: Mapping[str, Any]) -> dict[str, Any]:
