@@ -25,7 +25,8 @@ $(DATASETS4_STAMP):
 	touch $@
 
 # Sources compiled in place by setup.py (mypyc, C): a change to one rebuilds them.
-NATIVE_SOURCES := setup.py scorers/im_check.py scorers/tqs_v2/_speedups.c \
+NATIVE_SOURCES := setup.py scorers/im_check.py scorers/im_validity.py scorers/tqs_v2/_speedups.c \
+	transforms/redaction/_survey.c \
 	$(filter-out scorers/tqs_v2/__init__.py,$(wildcard scorers/tqs_v2/*.py))
 
 # Reinstalls whenever pyproject.toml or a compiled source changes (the stamp is older).
