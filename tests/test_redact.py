@@ -582,6 +582,12 @@ FALSE_POSITIVES = [
     "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUI=",
     "https://cdn.example.com/AIza-is-not-a-key/path",
     "the zero\u200bwidth space and the \u2192 arrow in docs",
+    # code the real files hold: settings and names, not credentials
+    "env.OPENAI_API_KEY = 'proxy-handled';",
+    "options: { baseURL: url, apiKey: 'ollama', timeout }",
+    "apiKey: params.litellmApiKey || 'not-required',",
+    "codemie-claude --api-key sk-... \"review code\"",
+    "const apiKey = 'sk-ant-' + 'a'.repeat(95);",
 ]
 
 # Realistic secrets that no prefix gives away: found by the name they are assigned to.
@@ -597,6 +603,7 @@ NAMED = [
     ('os.environ["API_KEY"] = "k3y-' + rand(10, 52) + '"', "env_assignment"),
     ("PGPASSWORD=" + "pg-" + rand(8, 53) + " psql -h db", "env_assignment"),
     ("npm config set //registry.npmjs.org/:_authToken=npm_" + rand(36, 54), "env_assignment"),
+    ('smtp_password = "' + "qwertyuiopasdfgh" + '"', "env_assignment"),  # an app password
     (
         '"Authorization": "Basic ' + base64.b64encode(b"user:pw-" + b"9f8e7d").decode() + '"',
         "high_entropy_secret",
@@ -788,6 +795,17 @@ def test_a_key_split_by_an_invisible_character_is_found(hidden: str) -> None:
         assert orjson.loads(record["messages"][2]["tool_calls"][0]["function"]["arguments"]) == {
             "command": "echo [REDACTED:github_token]"
         }
+
+
+@pytest.mark.parametrize("control", ["\x01", "\x08", "\x0b", "\x1f", "\x7f"])
+def test_a_key_split_by_an_ascii_control_in_ascii_text_is_found(control: str) -> None:
+    """The cleaner removes these on their own (no ANSI escape around them): a key they split
+    would be whole again in im.jsonl had the detectors read the text with them in it."""
+    broken = GITHUB[:5] + control + GITHUB[5:]
+    record = planted("tool_result", "token " + broken + " ok")
+    assert redact_record(record) == Counter({"github_token": 1})
+    content = record["messages"][3]["content"]
+    assert content == "$ cat .env\ntoken [REDACTED:github_token] ok\nDEBUG=1\n"
 
 
 def test_invisible_characters_without_a_secret_stay_as_they_are() -> None:

@@ -85,6 +85,7 @@ _PLACEHOLDER = re.compile(
     r"(?i)(?:x{3,}|\*+|\.{2,}|\u2026+|-+|_+|0+|#+|\u2022+|\?+|1234\d*|abc\w{0,4}|foo\w*|bar)$"
     r"|(?:your|my|the|an?|insert|enter|put|replace|add|some|fake|dummy|test|sample)(?:[-_ ]|$)"
     r"|.*(?:example|placeholder|change[-_]?me|redacted|dummy|here$|xxxx|\*\*\*|<[^>]*>|\{\{)"
+    r"|.*(?:\.{3}|\u2026)$"  # elided: `sk-...`, `ghp_…`
 )
 _PLAIN_VALUES = frozenset(
     "true false none null nil undefined yes no on off password passwd pass pwd secret "
@@ -93,6 +94,12 @@ _PLAIN_VALUES = frozenset(
     "empty test testing".split()
 )
 _WORDY = re.compile(r"[A-Za-z]{1,15}|[A-Z][a-z]{1,15}")
+# lower-case words, joined or ending in `-` / `_` (`ollama`, `proxy-handled`, `sk-ant-`): a
+# setting, a name or a bare key prefix in code and docs, not a credential
+# (a word of 16 letters or more may be a generated password: Google's app passwords are 16)
+_LOWER_WORDS = re.compile(r"[a-z]{1,15}(?:[-_.][a-z]{1,15})*[-_]?")
+# `params.litellmApiKey`, `self.config.authToken`: names in code, letters only
+_DOTTED_NAME = re.compile(r"[A-Za-z_]+(?:\.[A-Za-z_]+)+")
 _HEX = re.compile(r"[0-9a-fA-F-]+")
 _DIGEST = re.compile(r"(?i)(?:sha\d{1,3}|md5|blake2b?)[:-]")
 _HIGH_ENTROPY_CHARS = re.compile(r"[A-Za-z0-9+/=_.~:-]+")
@@ -123,7 +130,11 @@ def literal_secret(value: str, tier: int, *, wordy_ok: bool) -> bool:
     ):
         return False
     if tier == STRONG:
-        return len(value) >= 3 and (wordy_ok or _WORDY.fullmatch(value) is None)
+        return (
+            len(value) >= 3
+            and _LOWER_WORDS.fullmatch(value) is None
+            and (wordy_ok or _WORDY.fullmatch(value) is None)
+        )
     return len(value) >= 8 and looks_random(value)
 
 
@@ -140,13 +151,14 @@ def looks_random(value: str) -> bool:
 
 def high_entropy(value: str) -> bool:
     """A random-looking credential of >= 20 chars: never hex (git SHAs, UUIDs, digests),
-    never an identifier made of words (`test_user_token_2024_v1`)."""
+    never an identifier made of words (`test_user_token_2024_v1`, `params.litellmApiKey`)."""
     if (
         len(value) < 20
         or value.startswith(REDACTED_PREFIX)
         or _HIGH_ENTROPY_CHARS.fullmatch(value) is None
         or _HEX.fullmatch(value) is not None
         or _DIGEST.match(value) is not None
+        or _DOTTED_NAME.fullmatch(value) is not None
         or is_placeholder(value)
     ):
         return False

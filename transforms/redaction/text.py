@@ -69,10 +69,10 @@ def scan(text: str, counts: Counter[str], b64: bool, depth: int = 0) -> str:
 
 def may_hide(text: str) -> bool:
     """Whether `text` may hold characters the cleaner removes (format characters, ANSI
-    escapes, controls). Cheap: `str` methods only. (Their JSON escapes, `\\u200b`, are a
+    escapes, controls). Cheap: one C-level check. (Their JSON escapes, `\\u200b`, are a
     trigger of the prefilter: the JSON is decoded and its strings looked at.)"""
     if text.isascii():
-        return "\x1b" in text
+        return _BINARY.search(text) is not None  # the ASCII controls the cleaner removes
     # besides format characters: no-break and ideographic spaces, private-use characters
     return not text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable()
 
