@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pipelines.beam_args import option_strings, unknown_argument_error, unknown_beam_args
+from pipelines.collector import set_up_frozen
 from pipelines.config import ConfigError, RunConfig, add_run_arguments, config_from_args
 from pipelines.output_folder import (
     OutputError,
@@ -254,8 +255,9 @@ def _run_pipeline(
         run_config, increment, log = publish_in_job
         add_finalize(writes, run_config, staging, increment, log)
     try:
-        result = pipeline.run()
-        result.wait_until_finish()
+        with set_up_frozen():  # Beam makes reference cycles: the collector stays on
+            result = pipeline.run()
+            result.wait_until_finish()
     except Exception as exc:
         remove_staging(config.output)
         raise OutputError(f"the run failed, nothing was published: {root_cause(exc)}") from None

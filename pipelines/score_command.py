@@ -16,10 +16,9 @@ leaves no half-written output.
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,6 +29,7 @@ from pipelines.chain_options import (
     chain_settings,
     read_limits,
 )
+from pipelines.collector import set_up_frozen
 from pipelines.curate_loop import CurationLoop, LoopCounts
 from pipelines.outputs import (
     CommandError,
@@ -149,8 +149,7 @@ def _write(bundle: Bundle, records: JsonlWriter, stats: ScoreStats) -> None:
         stats.add(agent_type(record), record["meta_info"]["unique_info"]["_score"], calls, errors)
 
 
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
+def _no_cycle_collection() -> AbstractContextManager[None]:
     """Run without Python's cycle collector while scoring.
 
     Records are acyclic dicts and lists and the chain makes no reference cycles (the TQS V2
@@ -161,15 +160,7 @@ def _no_cycle_collection() -> Iterator[None]:
     them (0.6 s of the 7,850-record benchmark's 5 s). What the imports made is frozen;
     anything cyclic left at the end is collected when the collector runs again.
     """
-    enabled = gc.isenabled()
-    gc.freeze()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-        gc.unfreeze()
+    return set_up_frozen(collect_cycles=False)
 
 
 def check_paths(options: ScoreOptions) -> None:
