@@ -1,12 +1,14 @@
 """Native parts of the build; everything else is declared in pyproject.toml.
 
-The TQS V2 scorer's modules (and the IM fast check and trainable rules) are compiled with
-mypyc; the character-entropy counter and the survey that tells redaction and cleaning which
-records they can skip (`transforms/redaction/_survey.c`) are small C extensions: together
-they make `trajcurate score` several times faster. The Python sources stay the single source
-of truth and run unchanged when no compiled module is present: set TRAJCURATE_PURE_PYTHON=1
-to install without a C compiler (`scorers/__init__.py` refuses compiled modules older than
-their source).
+The TQS V2 scorer's modules (and the IM fast check, the trainable rules and the ATIF
+conversion and message building the readers share) are compiled with mypyc; the
+character-entropy counter and the survey that tells redaction and cleaning which records
+they can skip (`transforms/redaction/_survey.c`) are small C extensions: together they make
+`trajcurate score` several times faster and reading a trial about a fifth faster. The Python
+sources stay the single source of truth and run unchanged when no compiled module is present:
+set TRAJCURATE_PURE_PYTHON=1 to install without a C compiler (`scorers/__init__.py` refuses
+compiled modules older than their source; `transforms/redaction` and `transforms/readers` run
+the same check).
 """
 
 from __future__ import annotations
@@ -31,6 +33,15 @@ COMPILED_MODULES = [
     "scorers/tqs_v2/text.py",
     "scorers/tqs_v2/tools.py",
     "scorers/tqs_v2/trajectory.py",
+    # ATIF conversion and the message building every reader shares (not the readers that
+    # open files: confinement stays plain Python, where tests can watch its calls)
+    "transforms/readers/atif_claude.py",
+    "transforms/readers/atif_files.py",
+    "transforms/readers/atif_messages.py",
+    "transforms/readers/atif_schema.py",
+    "transforms/readers/atif_sidechains.py",
+    "transforms/readers/conversation.py",
+    "transforms/readers/im_builder.py",
 ]
 
 
