@@ -4,7 +4,7 @@ The TQS V2 scorer's modules (and the IM fast check, the trainable rules and the 
 conversion and message building the readers share) are compiled with mypyc; the
 character-entropy counter and the survey that tells redaction and cleaning which records
 they can skip (`transforms/redaction/_survey.c`) are small C extensions: together they make
-`trajcurate score` several times faster and reading a trial about a fifth faster. The Python
+`trajcurate score` several times faster and reading a trial ~15% faster. The Python
 sources stay the single source of truth and run unchanged when no compiled module is present:
 set TRAJCURATE_PURE_PYTHON=1 to install without a C compiler (`scorers/__init__.py` refuses
 compiled modules older than their source; `transforms/redaction` and `transforms/readers` run
