@@ -81,6 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-workers", action="store_true", help="skip the 2-worker run")
     parser.add_argument("--harbor", help="a `harbor` executable to compare on the cloned job")
     args = parser.parse_args(argv)
+    if args.harbor:  # the runs' cwd is a temporary folder: a relative path would not be found
+        found = shutil.which(args.harbor)
+        if found is None:
+            parser.error(f"--harbor {args.harbor}: no such executable")
+        args.harbor = str(Path(found).resolve())
     print(f"load average at start: {_load()}")
     beam = _beam_import(args.repeat)
     print(f"python -c 'import apache_beam': {beam:.2f} s (median of {args.repeat})")

@@ -22,6 +22,8 @@ def measure(command: list[str], cwd: str | Path | None = None) -> tuple[float, f
         [sys.executable, "-c", _PEAK_OF_CHILD, *command], capture_output=True, text=True, cwd=cwd
     )
     wall = time.perf_counter() - started
+    if len(result.stdout.split()) != 2:  # the command could not be started at all
+        sys.exit(f"could not run {' '.join(command)}: {result.stderr.strip().splitlines()[-1:]}")
     code, peak_kib = result.stdout.split()
     if code != "0":
         sys.exit(f"command failed ({code}): {' '.join(command)}")
