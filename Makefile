@@ -31,7 +31,8 @@ NATIVE_SOURCES := setup.py scorers/im_check.py scorers/im_validity.py scorers/tq
 	transforms/readers/atif_claude.py transforms/readers/atif_files.py \
 	transforms/readers/atif_messages.py transforms/readers/atif_schema.py \
 	transforms/readers/atif_sidechains.py transforms/readers/conversation.py \
-	transforms/readers/im_builder.py
+	transforms/readers/im_builder.py transforms/cleaning.py transforms/json_text.py \
+	transforms/sinks/schema.py
 
 # Reinstalls whenever pyproject.toml or a compiled source changes (the stamp is older).
 # The demo needs only the package and the report's charts; the tests need everything (and

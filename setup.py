@@ -1,14 +1,13 @@
 """Native parts of the build; everything else is declared in pyproject.toml.
 
-The TQS V2 scorer's modules (and the IM fast check, the trainable rules and the ATIF
-conversion and message building the readers share) are compiled with mypyc; the
-character-entropy counter and the survey that tells redaction and cleaning which records
-they can skip (`transforms/redaction/_survey.c`) are small C extensions: together they make
-`trajcurate score` several times faster and reading a trial ~15% faster. The Python
-sources stay the single source of truth and run unchanged when no compiled module is present:
-set TRAJCURATE_PURE_PYTHON=1 to install without a C compiler (`scorers/__init__.py` refuses
-compiled modules older than their source; `transforms/redaction` and `transforms/readers` run
-the same check).
+The TQS V2 scorer's modules, the IM fast check and the trainable rules, the ATIF conversion
+and message building the readers share, cleaning and schema conforming are compiled with
+mypyc; the character-entropy counter and the survey that tells redaction and cleaning which
+records they can skip (`transforms/redaction/_survey.c`) are small C extensions: together
+they make `trajcurate score` several times faster and reading a trial ~15% faster. The
+Python sources stay the single source of truth and run unchanged when no compiled module is
+present: set TRAJCURATE_PURE_PYTHON=1 to install without a C compiler (`scorers/__init__.py`
+and `transforms/__init__.py` refuse compiled modules older than their source).
 """
 
 from __future__ import annotations
@@ -42,6 +41,10 @@ COMPILED_MODULES = [
     "transforms/readers/atif_sidechains.py",
     "transforms/readers/conversation.py",
     "transforms/readers/im_builder.py",
+    # cleaning, and conforming each record to the output schema where it is written
+    "transforms/cleaning.py",
+    "transforms/json_text.py",
+    "transforms/sinks/schema.py",
 ]
 
 

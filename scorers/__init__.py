@@ -12,7 +12,7 @@ import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Where compiled modules can be: this package and its subpackages, one level down
-# (transforms/redaction, which has one too, runs the same check on import).
+# (`transforms/__init__.py` runs the same check over its own folders).
 _COMPILED_DIRS = (_HERE, os.path.join(_HERE, "tqs_v2"))
 
 

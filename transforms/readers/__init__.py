@@ -6,9 +6,3 @@ untrusted: every file a reader opens goes through `confined.TrialFiles` (inside 
 folder or the input file's own folder, regular files only, size-capped).
 """
 
-import os
-
-from scorers import refuse_stale_compiled_modules
-
-# Some of these modules may be compiled in place (setup.py): never run one older than its source.
-refuse_stale_compiled_modules((os.path.dirname(os.path.abspath(__file__)),))

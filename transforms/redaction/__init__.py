@@ -9,8 +9,3 @@
   they have anything to look at.
 """
 
-import os
-
-from scorers import refuse_stale_compiled_modules
-
-refuse_stale_compiled_modules((os.path.dirname(os.path.abspath(__file__)),))
