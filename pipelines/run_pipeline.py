@@ -23,7 +23,7 @@ from apache_beam.transforms import combiners
 
 from pipelines.chain_options import ConfigError
 from pipelines.config import RunConfig
-from pipelines.runner import recomputes_lost_tasks
+from pipelines.runner import one_local_worker, recomputes_lost_tasks
 from transforms.chain import stages_after_judge, stages_before_judge, written_counts
 from transforms.sinks.beam_scores import (
     CANDIDATES,
@@ -88,8 +88,14 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
         if config.progress
         else []
     )
+    # Reshuffled to spread the units of one input over the workers (a runner fuses detection
+    # with what follows, so one input's trials would all stay with one worker); one local
+    # worker has nothing to spread them over.
+    spread = units.main
+    if not one_local_worker(pipeline.options):
+        spread = units.main | "ReshuffleUnits" >> beam.Reshuffle()
     opened = _split(
-        units.main | "ReshuffleUnits" >> beam.Reshuffle(),
+        spread,
         "Open",
         OpenUnits(limits, config.progress),
         *total,

@@ -78,6 +78,28 @@ def test_portable_form_builds(composed: Path, tmp_path: Path) -> None:
     assert {"Detect", "Open", "Curate", "Filter", "SpillBundles", "GroupShards"} <= names
 
 
+@pytest.mark.parametrize(
+    ("beam_args", "reshuffled"),
+    [
+        ([], False),  # the in-process runner, one worker: nothing to spread the units over
+        (["--direct_num_workers=2", "--direct_running_mode=multi_processing"], True),
+        (["--runner=PortableRunner", "--job_endpoint=localhost:1"], True),
+    ],
+)
+def test_units_are_spread_only_where_there_are_workers(
+    composed: Path, tmp_path: Path, beam_args: list[str], reshuffled: bool
+) -> None:
+    import apache_beam as beam
+
+    from pipelines.run_pipeline import build
+    from pipelines.runner import pipeline_options
+
+    pipeline = beam.Pipeline(options=pipeline_options(beam_args))
+    build(pipeline, RunConfig(inputs=(str(composed),), output=str(tmp_path)))
+    names = {t.unique_name for t in pipeline.to_runner_api().components.transforms.values()}
+    assert ("ReshuffleUnits" in names) is reshuffled
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("apitools") is None
     or importlib.util.find_spec("google.cloud.storage") is None,
