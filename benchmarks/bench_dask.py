@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import filecmp
 import os
 import shutil
 import signal
@@ -34,18 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from measure import measure
-
-TWO_PROCESSES = ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]
-COMPARED = (
-    "im.jsonl",
-    "lf.json",
-    "lf.stats.json",
-    "rejects.jsonl",
-    "dead_letter.jsonl",
-    "scores.jsonl",
-    "dataset_info.json",
-)
+from measure import TWO_PROCESSES, measure, same_files
 
 
 def _trajcurate() -> str:
@@ -131,15 +119,6 @@ class Cluster:
                 proc.wait(timeout=10)
 
 
-def _same(ran: Path, reference: Path) -> bool:
-    jobs = sorted(p.name for p in reference.iterdir() if p.is_dir())
-    return bool(jobs) and all(
-        filecmp.cmp(reference / job / name, ran / job / name, shallow=False)
-        for job in jobs
-        for name in COMPARED
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 10000])
@@ -218,7 +197,7 @@ def _run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                 timed(label, size, run, out)
                 extra["tasks"][(label, size)] = cluster.tasks_since(start) // args.repeat
                 extra["worker_rss"][(label, size)] = cluster.worker_peak_mib()
-                extra["same"][(label, size)] = _same(out, tmp / f"local-{size}")
+                extra["same"][(label, size)] = same_files(out, tmp / f"local-{size}")
                 print(f"  {size}: {label} {statistics.median(walls[(label, size)]):.1f} s")
         finally:
             cluster.stop()

@@ -27,7 +27,6 @@ it prints, it does not fail.
 from __future__ import annotations
 
 import argparse
-import filecmp
 import json
 import os
 import shutil
@@ -39,18 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from measure import measure
+from measure import TWO_PROCESSES, measure, same_files
 
 HERE = Path(__file__).resolve().parent
-TWO_WORKERS = ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]
-COMPARED = (
-    "im.jsonl",
-    "lf.json",
-    "lf.stats.json",
-    "rejects.jsonl",
-    "dead_letter.jsonl",
-    "scores.jsonl",
-)
 
 
 @dataclass
@@ -164,7 +154,7 @@ def _measure(
     loop = [sys.executable, str(HERE / "sequential_loop.py"), str(corpus)]
     commands = {"pipeline": run, "loop": loop}
     if workers:
-        commands["2 workers"] = [*run, *TWO_WORKERS]
+        commands["2 workers"] = [*run, *TWO_PROCESSES]
     if harbor:  # harbor finds the trials below the job folder and writes a dataset in its cwd
         jobs = [str(p) for p in corpus.iterdir() if p.is_dir()]
         commands["harbor"] = [harbor, "traces", "export", "--path", *jobs, "--episodes", "last"]
@@ -175,7 +165,7 @@ def _measure(
             target = {"loop": [str(out), *status], "harbor": []}.get(kind, ["--output", str(out)])
             row.runs.setdefault(kind, []).append(measure([*command, *target], cwd=tmp))
         if attempt == 0:
-            row.same_files = _same_files(tmp / "out-pipeline", tmp / "out-loop")
+            row.same_files = same_files(tmp / "out-pipeline", tmp / "out-loop")
     shutil.rmtree(tmp / "out-pipeline")
     row.shares = _shares(run, tmp / "out-pipeline", tmp / "shares.json")
     print(f"  measured {name}: " + ", ".join(f"{k} {row.wall(k):.1f} s" for k in row.runs))
@@ -188,14 +178,6 @@ def _shares(run: list[str], out: Path, result: Path) -> dict[str, Any]:
     subprocess.run([*script, *run[1:], "--output", str(out)], check=True, capture_output=True)
     shutil.rmtree(out, ignore_errors=True)
     return dict(json.loads(result.read_text()))
-
-
-def _same_files(pipeline: Path, loop: Path) -> bool:
-    """Whether the loop wrote the pipeline's files, byte for byte."""
-    names = [p.relative_to(loop) for p in loop.rglob("*") if p.name in COMPARED]
-    return bool(names) and all(
-        filecmp.cmp(pipeline / n, loop / n, shallow=False) for n in names
-    )
 
 
 def _fit(points: list[tuple[int, float]]) -> tuple[float, float]:

@@ -1,7 +1,8 @@
-"""Wall time and peak RSS of one command, for the benchmark scripts."""
+"""Wall time and peak RSS of one command, and the output comparison, for the benchmark scripts."""
 
 from __future__ import annotations
 
+import filecmp
 import subprocess
 import sys
 import time
@@ -28,3 +29,25 @@ def measure(command: list[str], cwd: str | Path | None = None) -> tuple[float, f
     if code != "0":
         sys.exit(f"command failed ({code}): {' '.join(command)}")
     return wall, int(peak_kib) / 1024
+
+
+# `trajcurate run` on the local runner with two worker processes
+TWO_PROCESSES = ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]
+# the data files two runs of the same corpus must write byte for byte
+COMPARED = (
+    "im.jsonl",
+    "lf.json",
+    "lf.stats.json",
+    "rejects.jsonl",
+    "dead_letter.jsonl",
+    "scores.jsonl",
+    "dataset_info.json",
+)
+
+
+def same_files(ran: Path, reference: Path) -> bool:
+    """Whether `ran` holds every `COMPARED` file that `reference` holds, byte for byte."""
+    names = [p.relative_to(reference) for p in reference.rglob("*") if p.name in COMPARED]
+    return bool(names) and all(
+        filecmp.cmp(reference / n, ran / n, shallow=False) for n in names
+    )
