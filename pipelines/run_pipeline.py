@@ -1,7 +1,8 @@
 """The trajcurate pipeline: Harbor jobs (and other sources) -> IM / LF / stats per job.
 
-    inputs -> detect units -> reshuffle -> open (+ read counts) -> chain: read, validate,
-      redact, score, clean, gate -> [LLM judges] -> chain: filter -> spill -> (job, shard) group
+    inputs -> detect units -> reshuffle (unless one local worker) -> open (+ read counts)
+      -> chain: read, validate, redact, score, clean, gate -> [LLM judges] -> chain: filter
+      -> spill -> (job, shard) group
       -> im / lf files; stats per job and for the run
     candidates + sidecar rows of rejects after scoring -> job group -> selection (dedup,
       best-of-k, curriculum) -> scores.jsonl; verdicts -> the shard writer (side input)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
 DASK_RUNNERS = ("dask", "DaskRunner", "apache_beam.runners.dask.dask_runner.DaskRunner")
@@ -127,8 +127,6 @@ def is_local(options: PipelineOptions) -> bool:
 def one_local_worker(options: PipelineOptions) -> bool:
     """Whether the run is the in-process runner with one worker (the default): nothing to
     spread units over, so a Reshuffle would only cost (about 4% of a 10,000-trial run)."""
-    from apache_beam.options.pipeline_options import DirectOptions
-
     return is_local(options) and options.view_as(DirectOptions).direct_num_workers == 1
 
 
