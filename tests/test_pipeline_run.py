@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +245,13 @@ def test_skip_unchanged_does_nothing_the_second_time(
     capsys.readouterr()
     assert run([composed], tmp_path, "--skip-unchanged") == 0
     assert "nothing to do" in capsys.readouterr().out
+
+
+def test_the_run_manifest_has_every_chain_stage_s_counters(default_run: Path) -> None:
+    """Beam's counters of every stage reach the manifest: each stage sees what the one
+    before it kept, from the opened bundles to the filter after the judge."""
+    metrics = orjson.loads((default_run / "manifest.json").read_bytes())["beam_metrics"]
+    chain = ("read", "validate", "redact", "score", "trainable", "clean", "gate", "filter")
+    assert metrics["read.in"] == metrics["open.kept"] > 0
+    for before, stage in pairwise(chain):
+        assert metrics[f"{stage}.in"] == metrics[f"{before}.kept"], stage

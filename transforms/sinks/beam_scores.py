@@ -55,9 +55,11 @@ class RunChainWithRows(RunChain):
         self._rows = RowSpill(output)
 
     def start_bundle(self) -> None:
+        super().start_bundle()
         self._rows = RowSpill(self.output)
 
     def finish_bundle(self) -> None:
+        super().finish_bundle()  # the stages' counters
         self._rows.close()
 
     def teardown(self) -> None:
