@@ -41,6 +41,7 @@ from transforms.sinks.beam_sinks import (
     WriteJobLines,
     WriteShard,
     job_counts,
+    keyed_line,
     stats_json,
     stats_state,
     sum_counts,
@@ -215,7 +216,7 @@ def _write_outputs(
     for name, pcoll in (("rejects.jsonl", rejects), ("dead_letter.jsonl", dead)):
         writes.append(
             pcoll
-            | f"KeyByJob {name}" >> beam.Map(lambda r: (r["job"], r))
+            | f"KeyByJob {name}" >> beam.Map(keyed_line)
             | f"Group {name}" >> beam.GroupByKey()
             | f"Write {name}" >> beam.ParDo(WriteJobLines(out, name))
         )

@@ -38,6 +38,7 @@ from transforms.sinks.scores import (
 )
 from transforms.sinks.split import NO_SPLIT, SplitSettings
 from transforms.sinks.stats import ESTIMATE_METHOD, Stats, Tokenizer, tokenizer_method
+from transforms.sinks.wire import Packer, Unpacker
 from transforms.stages import RunChain
 
 SCORES = "scores"  # tagged output: (job, ("row", sidecar row)) of bundles rejected after scoring
@@ -53,6 +54,7 @@ class RunChainWithRows(RunChain):
         super().__init__(stages)
         self.output = output
         self._rows = RowSpill(output)
+        self._packer = Packer(output or "")
 
     def start_bundle(self) -> None:
         super().start_bundle()
@@ -74,7 +76,7 @@ class RunChainWithRows(RunChain):
             job = item.record["job"]
             instance_id, task, resolved, line = prior_row(item.row)
             row = (instance_id, task, resolved, self._rows.keep(job, line))
-            yield TaggedOutput(SCORES, (job, (ROW, row)))
+            yield TaggedOutput(SCORES, (job, (ROW, self._packer.prior_row(job, row))))
         yield TaggedOutput(item.kind, item.record)
 
 
@@ -101,6 +103,7 @@ class SpillWithCandidates(SpillBundle):
         self.tokenizer_path = tokenizer_path
         self._tokenizer: Tokenizer | None = None
         self._rows = RowSpill(output)
+        self._packer = Packer(output)
 
     def setup(self) -> None:
         if self.selection.active and self.tokenizer_path:
@@ -115,7 +118,7 @@ class SpillWithCandidates(SpillBundle):
             item = candidate_item(written, self.selection, self._stats(written))
             if item["row"] is not None:
                 item["row"] = self._rows.keep(job, item["row"])
-            yield TaggedOutput(CANDIDATES, (job, (CANDIDATE, item)))
+            yield TaggedOutput(CANDIDATES, (job, (CANDIDATE, self._packer.candidate(job, item))))
             if not self.selection.active:
                 yield out
 
@@ -148,7 +151,7 @@ class DecideJob(beam.DoFn):
 
     def process(self, element: tuple[str, Iterable[tuple[str, Any]]]) -> Iterator[Any]:
         job, items = element
-        verdicts, entries, written = decide_job(items, self.settings)
+        verdicts, entries, written = decide_job(_unpacked(items, self.output, job), self.settings)
         line_of, close = line_reader()
         try:
             with layout.FileWriter(f"{layout.job_dir(self.output, job)}/{SIDECAR}") as sidecar:
@@ -167,6 +170,15 @@ class DecideJob(beam.DoFn):
             if item["key"] in kept:
                 yield TaggedOutput(KEPT, (job, item))
         yield job, kept
+
+
+def _unpacked(
+    items: Iterable[tuple[str, bytes]], output: str, job: str
+) -> Iterator[tuple[str, Any]]:
+    """A job's grouped values as `decide_job` takes them, unpacked one at a time."""
+    unpack = Unpacker(output, job)
+    for kind, packed in items:
+        yield kind, unpack.prior_row(packed) if kind == ROW else unpack.candidate(packed)
 
 
 __all__ = ["CANDIDATES", "KEPT", "SCORES", "DecideJob", "RunChainWithRows", "SpillWithCandidates"]

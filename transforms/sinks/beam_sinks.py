@@ -28,6 +28,7 @@ from transforms.sinks.records import bundle_payload
 from transforms.sinks.scores import kept_in_order, with_curriculum
 from transforms.sinks.split import NO_SPLIT, SplitSettings, bundle_split, slot_name, slot_of
 from transforms.sinks.split import written_counts as split_written
+from transforms.sinks.wire import Packer, Unpacker
 
 WRITTEN = "written"
 WRITE_STAGE = "write"
@@ -73,6 +74,7 @@ class SpillBundle(beam.DoFn):
         self.exports = tuple(exports)
         self.split = split  # `--val-fraction`: a validation bundle goes to its own slot
         self._spills: dict[tuple[str, int], parts.SpillFile] = {}
+        self._packer = Packer(output)
 
     def start_bundle(self) -> None:
         self._spills = {}
@@ -90,9 +92,9 @@ class SpillBundle(beam.DoFn):
         blocks = [b"".join(payload["im_lines"]), b"\n".join(payload["lf_items"])]
         part = parts.encode_blocks([*blocks, *payload["export_lines"]])
         path, offset = self._spill(job, shard, payload["sort_key"], part)
-        # compact: refs are held until the end
         kinds = dict(Counter(payload["lf_reshapes"] + payload["export_counts"]))
-        yield (job, shard), (payload["sort_key"], path, offset, len(part), kinds)
+        ref = (payload["sort_key"], path, offset, len(part), kinds)
+        yield (job, shard), self._packer.part_ref(job, ref)  # held until the end: packed
         yield TaggedOutput(WRITTEN, (job, bundle))
 
     def _spill(self, job: str, shard: int, sort_key: Any, part: bytes) -> tuple[str, int]:
@@ -148,7 +150,8 @@ class WriteShard(beam.DoFn):
     ) -> Iterator[Any]:
         (job, shard), refs = element
         kept = None if verdicts is None else verdicts.get(job, {})
-        every = list(refs)
+        unpack = Unpacker(self.output, job)
+        every = [unpack.part_ref(packed) for packed in refs]
         ordered = kept_in_order(every, _sort_key, kept)
         records = self._write_files(layout.job_dir(self.output, job), shard, ordered, kept)
         if not self.keep_parts:
@@ -200,17 +203,22 @@ class WriteShard(beam.DoFn):
         return records
 
 
+def keyed_line(record: dict[str, Any]) -> tuple[str, bytes]:
+    """(job, the record's canonical JSON line): what waits for `WriteJobLines` is the line
+    itself, a third of the record as Python objects."""
+    return record["job"], orjson.dumps(record, option=_SORT)
+
+
 class WriteJobLines(beam.DoFn):
-    """(job, records) -> DIR/<job>/<name>, records sorted by their canonical JSON."""
+    """(job, `keyed_line` lines) -> DIR/<job>/<name>, the lines sorted."""
 
     def __init__(self, output: str, name: str) -> None:
         self.output = output
         self.name = name
 
-    def process(self, element: tuple[str, Iterable[dict[str, Any]]]) -> Iterator[str]:
-        job, records = element
-        lines = sorted(orjson.dumps(r, option=_SORT) for r in records)
-        data = b"".join(line + b"\n" for line in lines)
+    def process(self, element: tuple[str, Iterable[bytes]]) -> Iterator[str]:
+        job, lines = element
+        data = b"".join(line + b"\n" for line in sorted(lines))
         layout.write_bytes(f"{layout.job_dir(self.output, job)}/{self.name}", data)
         yield job
 
