@@ -421,7 +421,7 @@ class _Converter:
 
     def _referenced_file(self, ref: Mapping[str, Any], path: str, kwargs: dict[str, Any]) -> None:
         raw = ref["trajectory_path"]
-        target, refusal = resolve_inside(raw, os.path.dirname(path), self.root)
+        target, refusal = resolve_inside(raw, os.path.dirname(path), self.files)
         if target is None:
             self.warnings.append(f"{self._shown(path)}: {refusal}")
             return

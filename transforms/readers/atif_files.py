@@ -93,11 +93,12 @@ def shown_real(path: str, root: str) -> str:
     return path[len(prefix) :] if path.startswith(prefix) else path
 
 
-def resolve_inside(raw: Any, base: str, root: str) -> tuple[str | None, str | None]:
-    """(real path, None) for a reference that stays inside `root`, else (None, refusal
-    reason). `base` is the (real) folder of the referencing file; `root` must already be
-    resolved. The path is taken apart as `PurePosixPath` would and resolved as
-    `Path.resolve` does (a symlink loop refused), with string operations."""
+def resolve_inside(raw: Any, base: str, files: TrialFiles) -> tuple[str | None, str | None]:
+    """(real path, None) for a reference that stays inside the trial (`files.real_root`),
+    else (None, refusal reason). `base` is the (real) folder of the referencing file. The
+    path is taken apart as `PurePosixPath` would and resolved as `Path.resolve` does (a
+    symlink loop refused), with string operations and the trial's known folders."""
+    root = files.real_root
     if not isinstance(raw, str) or not raw.strip():
         return None, f"refused trajectory path {raw!r}: not a path"
     posix = raw.replace("\\", "/")
@@ -106,7 +107,7 @@ def resolve_inside(raw: Any, base: str, root: str) -> tuple[str | None, str | No
     parts = [part for part in posix.split("/") if part and part != "."]
     if ".." in parts:
         return None, f"refused trajectory path {raw!r}: '..' leaves the trial folder"
-    resolved = os.path.realpath(os.path.join(base, *parts))
+    resolved = files.real_path(os.path.join(base, *parts))
     try:
         os.stat(resolved)  # what `Path.resolve` does to find a loop `realpath` passes over
     except OSError as exc:
@@ -134,7 +135,7 @@ def load_continuations(
             ref = ref.get("trajectory_path") or ref.get("path")
         if not ref:
             break
-        target, refusal = resolve_inside(ref, os.path.dirname(current), root)
+        target, refusal = resolve_inside(ref, os.path.dirname(current), files)
         if target is None:
             warnings.append(f"{shown_path(current, root)}: {refusal}")
             break
@@ -159,7 +160,7 @@ def load_continuations(
     stem = name.removesuffix(".json")
     index = files.memo(("atif-continuations", folder), partial(_continuations, files, folder))
     for _, sibling_name in index.get(stem, ()):
-        target, refusal = resolve_inside(sibling_name, folder, root)
+        target, refusal = resolve_inside(sibling_name, folder, files)
         if target is None:
             warnings.append(f"{shown_path(os.path.join(folder, sibling_name), root)}: {refusal}")
             continue

@@ -315,6 +315,10 @@ class TrialFiles:
 
     # --- resolution -----------------------------------------------------------------------
 
+    def real_path(self, path: str) -> str:
+        """`os.path.realpath(path)`, with the folders below the root resolved once per trial."""
+        return self._real(os.path.abspath(path))
+
     def _real(self, absolute: str) -> str:
         """`os.path.realpath(absolute)`, resolving only below the (already resolved) root: a
         folder's real path is kept, so each entry costs one `lstat` unless it is a symlink."""
