@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from measure import write_bytecode
 
 from pipelines.cli import main as trajcurate
 from scorers.tqs_v2 import SCORE_KEYS
@@ -242,6 +243,7 @@ def _process_env() -> dict[str, str]:
 
 
 def _wall(command: list[str]) -> float:
+    write_bytecode()
     began = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, env=_process_env(), cwd=ROOT)
     return time.perf_counter() - began
