@@ -51,9 +51,11 @@ ERROR_MARKER = "[error] tool reported failure"
 TEXT_JOINER = "\n\n"
 # `toolUseResult` keys Harbor writes as their own chunks; every other key goes in [metadata]
 _CHUNK_KEYS = frozenset({"stdout", "stderr", "exitCode", "exit_code", "interrupted", "isImage"})
-_CHUNK_START = re.compile(
-    r"(?:\A|\n\n)\[(?:stdout\]\n|stderr\]\n|exit_code\] |interrupted\] |is_image\] |metadata\] \{)"
-)
+# the first chunk Harbor appended: at the start, or after a blank line (two patterns: one that
+# begins with a literal is searched for that literal, not tried at every position)
+_CHUNK_NAMES = r"\[(?:stdout\]\n|stderr\]\n|exit_code\] |interrupted\] |is_image\] |metadata\] \{)"
+_CHUNK_AT_START = re.compile(_CHUNK_NAMES)
+_CHUNK_AFTER_BLANK = re.compile(r"\n\n" + _CHUNK_NAMES)
 _TEXT_BLOCK_KEYS = frozenset({"type", "text", "citations", "cache_control"})
 _IMAGE_BLOCK_KEYS = frozenset({"type", "source", "cache_control"})
 
@@ -120,11 +122,11 @@ class HarborClaudeCleanup:
         if exact and (text == exact or text.endswith(TEXT_JOINER + exact)):
             self.counts["ui_metadata_removed"] += 1
             return text[: -len(exact)].removesuffix(TEXT_JOINER), errored
-        match = _CHUNK_START.search(text)
-        if match is None:
+        start = _chunk_start(text)
+        if start is None:
             return text, errored
         self.counts["ui_metadata_removed"] += 1
-        return text[: match.start()], errored
+        return text[:start], errored
 
     def _body(self, body: str, raw: Mapping[str, Any]) -> str:
         content = raw.get("content")
@@ -172,6 +174,14 @@ def _flag(result: Mapping[str, Any], step: Mapping[str, Any]) -> bool:
         if extra.get("tool_result_is_error") is True:
             return True
     return False
+
+
+def _chunk_start(text: str) -> int | None:
+    """Where the first appended chunk starts (its blank line included), or None."""
+    if _CHUNK_AT_START.match(text) is not None:
+        return 0
+    match = _CHUNK_AFTER_BLANK.search(text)
+    return None if match is None else match.start()
 
 
 def chunk_text(tool_use_result: Mapping[str, Any]) -> str:
