@@ -29,10 +29,11 @@ same pass tells cleaning whether it has anything to do) returns a record without
 trigger, invisible character or mention of base64 untouched right there. A record it flags
 has its strings joined and scanned by the prefilter (`transforms/redaction/patterns.py`: a
 few literal searches, no detector), and only the strings of a record that matched go one
-by one through the detectors. Long
-texts found clean (system prompts, tool descriptions and schemas, repeated file contents)
-are remembered and not scanned again. `benchmarks/bench_redact.py` measures it against
-scoring.
+by one through the detectors. The survey, asked again, finds them: once for each message
+(not for the whole record or its list of messages, which would walk every string again
+each time), then for each part of a message it flags, and so on down. Long texts found
+clean (system prompts, tool descriptions and schemas, repeated file contents) are
+remembered and not scanned again. `benchmarks/bench_redact.py` measures it against scoring.
 """
 
 from __future__ import annotations
@@ -123,7 +124,9 @@ def _redact_surveyed(record: dict[str, Any]) -> tuple[Counter[str], int]:
     messages = record.get("messages")
     if isinstance(messages, list):
         _redact_split_keys(messages, counts)
-    _redact_value(record, counts, 0, b64)
+    # The record, flagged, is not surveyed again, nor its messages as a whole (nearly all of
+    # its text is there): each message is, once.
+    _redact_container(record, counts, 0, b64, whole="messages")
     return counts, SECRET | CLEAN
 
 
@@ -295,35 +298,54 @@ def _redact_string(text: str, counts: Counter[str], b64: bool) -> str:
 
 
 def _redact_value(value: Any, counts: Counter[str], depth: int, b64: bool) -> Any:
-    """A string redacted, or a list / dict redacted in place (keys too), to `MAX_DEPTH`. A
-    string under `arguments` is a tool call's JSON arguments (`_redact_arguments`)."""
+    """A string redacted, or a list / dict redacted in place (keys too), to `MAX_DEPTH`,
+    unless the survey finds nothing in it (no trigger, no secret's name)."""
     if isinstance(value, str):
         return _redact_string(value, counts, b64) if value else value
     if depth >= MAX_DEPTH or (not b64 and not survey_value(value, named=True) & SECRET):
-        return value  # (the survey: nothing in it has a trigger or a secret's name)
+        return value
+    return _redact_container(value, counts, depth, b64)
+
+
+def _redact_container(
+    value: Any, counts: Counter[str], depth: int, b64: bool, whole: str | None = None
+) -> Any:
+    """A list / dict (below `MAX_DEPTH`) redacted in place, keys too, without a survey of its
+    own: its caller knows that the survey flagged it. Each of its items is surveyed
+    (`_redact_value`) but, in a dict, the one under the key `whole`: its own items are."""
     if isinstance(value, list):
         for index, item in enumerate(value):
             if isinstance(item, str | list | dict):
                 value[index] = _redact_value(item, counts, depth + 1, b64)
     elif isinstance(value, dict):
-        renamed = False
-        for key, item in value.items():
-            if isinstance(item, str):
-                if key == "arguments":
-                    value[key] = _redact_arguments(item, counts, b64)
-                else:
-                    value[key] = _redact_named(key, item, counts, b64)
-            elif isinstance(item, list | dict):
-                _redact_value(item, counts, depth + 1, b64)
-            renamed = renamed or (isinstance(key, str) and _key_may_hold(key))
-        if renamed:
-            items = [
-                (_redact_string(key, counts, b64) if isinstance(key, str) else key, item)
-                for key, item in value.items()
-            ]
-            value.clear()
-            value.update(items)
+        _redact_fields(value, counts, depth, b64, whole)
     return value
+
+
+def _redact_fields(
+    value: dict[Any, Any], counts: Counter[str], depth: int, b64: bool, whole: str | None
+) -> None:
+    """A dict's values (a string under `arguments` is a tool call's JSON arguments,
+    `_redact_arguments`), then its keys if one of them may hold a secret."""
+    renamed = False
+    for key, item in value.items():
+        if isinstance(item, str):
+            if key == "arguments":
+                value[key] = _redact_arguments(item, counts, b64)
+            else:
+                value[key] = _redact_named(key, item, counts, b64)
+        elif key == whole and isinstance(item, list | dict):
+            _redact_container(item, counts, depth + 1, b64)
+        elif isinstance(item, list | dict):
+            _redact_value(item, counts, depth + 1, b64)
+        renamed = renamed or (isinstance(key, str) and _key_may_hold(key))
+    if renamed:
+        items = [
+            (_redact_string(key, counts, b64) if isinstance(key, str) else key, item)
+            for key, item in value.items()
+        ]
+        value.clear()
+        value.update(items)
 
 
 def _key_may_hold(key: str) -> bool:
@@ -391,6 +413,8 @@ _SPLIT_PREFIX = re.compile(
     r"(?:sk-|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|A[KS]IA|AIza|[sr]k_live_|hf_|SG\.|eyJ)"
     r"[A-Za-z0-9_.-]*\Z"
 )
+# what a key's prefix and rest are made of ([A-Za-z0-9_.-], as `str.rstrip` takes it)
+_KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _SPLIT_HEAD = re.compile(r"[A-Za-z0-9_.+/=-]{4,512}(?![^\s\"'`,;)\]}<>])")
 
 
@@ -403,8 +427,10 @@ def _redact_split_keys(messages: list[Any], counts: Counter[str]) -> None:
     ]
     for position, message in enumerate(texts):
         tail = message["content"][-_SPLIT_TAIL:].rstrip()
-        cut = max(tail.rfind(" "), tail.rfind("\n"), tail.rfind("\t"))
-        match = _SPLIT_PREFIX.search(tail, cut + 1)
+        # a prefix and the rest are key characters to the end: the match, if any, starts
+        # in the run of them that ends the text (within its last word)
+        run = len(tail.rstrip(_KEY_CHARS))
+        match = _SPLIT_PREFIX.search(tail, run) if run < len(tail) else None
         if match is None:
             continue
         for following in _following(texts, position):
