@@ -881,6 +881,21 @@ def test_a_base64_run_is_decoded_when_the_record_mentions_base64_elsewhere() -> 
     assert redact_record(record) == Counter()
 
 
+@pytest.mark.parametrize("system_prompt_cached", [False, True])
+def test_a_text_that_begins_with_b64_mentions_base64(system_prompt_cached: bool) -> None:
+    """`b64` at the very start of a text is a mention of base64 like one after a space: a
+    record's texts are joined, and when its long system prompt is known clean and left out,
+    the next text begins the join (its secret once leaked then, and only then)."""
+    redact.clear_cache()
+    record = base_record()
+    record["messages"][0]["content"] = "You are a careful coding agent. " * 20
+    if system_prompt_cached:  # as a flagged record with nothing found leaves it
+        redact._remember_clean(record["messages"][0]["content"])
+    record["messages"][1]["content"] = "b64 of the file: " + b64(GITHUB)
+    assert redact_record(record) == Counter({"github_token": 1})
+    assert record["messages"][1]["content"] == "b64 of the file: [REDACTED:github_token]"
+
+
 def test_long_and_binary_base64_is_left_alone() -> None:
     blob = base64.b64encode(random.Random(8).randbytes(30000)).decode()
     text = "echo " + blob + " | base64 -d > image.png"

@@ -40,10 +40,10 @@ _ESCAPE = (
     r"|u180[eE])"
 )
 # `mysql -pPASSWORD`, and where base64 is mentioned (`base64`, `b64decode`, `atob`): there
-# every base64 run is decoded; not the `b64` inside a hex digest
-_B64_AFTER_B = r"(?=ase64)|(?=64)(?<=[^0-9A-Za-z]b)|(?<=atob)"
+# every base64 run is decoded; not the `b64` inside a hex digest (a text may begin with it)
+_B64_AFTER_B = r"(?=ase64)|(?=64)(?<![0-9A-Za-z]b)|(?<=atob)"
 _LOWER_B = rf"b(?=ase64|64|(?<=[do]b))(?:{_B64_AFTER_B}|(?<=mariadb))"
-_UPPER_B = r"B(?:(?=ase64|ASE64)|(?<=[^0-9A-Za-z]B)(?=64))"
+_UPPER_B = r"B(?:(?=ase64|ASE64)|(?<![0-9A-Za-z]B)(?=64))"
 B64_HINTS = (re.compile(rf"b(?:{_B64_AFTER_B})").search, re.compile(_UPPER_B).search)
 
 # One branch per rare anchor character of a trigger.
