@@ -309,3 +309,27 @@ def test_the_clean_stage_after_the_survey_cleans_what_the_plain_stage_cleans() -
     plain = clean_bundle(plain)
     assert orjson.dumps(cleaned["records"]) == orjson.dumps(plain["records"])
     assert cleaned["tallies"] == plain["tallies"] == {"cleaned.control_chars": 11}
+
+
+def test_a_record_redaction_looked_at_and_left_keeps_its_survey_verdict() -> None:
+    """A record with a trigger but no secret (`key := ...` in Go) is looked at and left as it
+    was: the clean stage may still trust the survey's verdict on its conversation. One whose
+    secret was replaced has changed, and is surveyed again."""
+    token = "gh" + "p_" + "aB3dE5fG7hI9jK1lM3nOpQ5rS7tU9vW1xY3z"
+    texts = ("key := os.Getenv(name)", f"export GITHUB_TOKEN={token}")
+
+    def bundle() -> dict[str, Any]:
+        records = [
+            {"version": "2.0.0", "meta_info": {"unique_info": {}}, "messages": []}
+            for _ in texts
+        ]
+        for record, text in zip(records, texts, strict=True):
+            record["messages"].append({"role": "user", "content": text})
+        return {**_bundle(), "records": records}
+
+    surveyed = mask_secrets(bundle())
+    assert surveyed["tallies"]["redacted.github_token"] == 1
+    assert surveyed[SURVEYED] == [True, False]
+    cleaned = clean_after_survey(surveyed)
+    plain = clean_bundle(mask_secrets(bundle()) | {SURVEYED: None})
+    assert orjson.dumps(cleaned["records"]) == orjson.dumps(plain["records"])

@@ -106,7 +106,8 @@ def redact_record(record: dict[str, Any]) -> Counter[str]:
 
 def _redact_surveyed(record: dict[str, Any]) -> tuple[Counter[str], int]:
     """`redact_record`, and the record's survey bits (`survey.CLEAN` says whether cleaning may
-    have something to do), both bits when redaction had to look: the record may have changed."""
+    have something to do), both bits when redaction replaced a secret: the record changed.
+    (Every replacement is counted; a record with none found is left as it was.)"""
     counts: Counter[str] = Counter()
     bits = survey_record(record)
     if not bits & SECRET:  # one pass in C: nothing to look at
@@ -127,7 +128,7 @@ def _redact_surveyed(record: dict[str, Any]) -> tuple[Counter[str], int]:
     # The record, flagged, is not surveyed again, nor its messages as a whole (nearly all of
     # its text is there): each message is, once.
     _redact_container(record, counts, 0, b64, whole="messages")
-    return counts, SECRET | CLEAN
+    return counts, (SECRET | CLEAN) if counts else bits
 
 
 def _texts(record: dict[str, Any]) -> tuple[list[str], list[str]] | None:
