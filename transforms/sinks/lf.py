@@ -53,6 +53,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from scorers.im import agent_type
 from transforms.json_text import json_value, python_json
 from transforms.sinks.lf_render import RENDER_KINDS, RENDERED_NOTE, render_with_chat_template
@@ -137,6 +139,16 @@ PARALLEL_CALLS = ("keep", "split", "drop")
 # What LLaMA-Factory's multimodal plugins count as media inputs in a message's content.
 MEDIA_PLACEHOLDERS = ("<image>", "<video>", "<audio>")
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+# `_tools_column`'s columns by `_tools_key` -> (column, tools given a schema); emptied when full
+_TOOLS_COLUMNS: dict[bytes, tuple[str, int]] = {}
+_TOOLS_CACHE_SIZE = 64
+# orjson raises on what it would otherwise write as plain JSON (datetimes, dataclasses, and
+# subclasses of str, int, dict and list), so a key is only made of JSON values
+_PLAIN_JSON = (
+    orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
 
 SHARDED_NOTE = (
     "LLaMA-Factory's `file_name` is one path (a list raises TypeError in os.path.join); a "
@@ -193,10 +205,6 @@ class _Turn:
     # An observation's results, one block per call (its first text is their join).
     blocks: list[str] | None = None
 
-    @property
-    def prompt_side(self) -> bool:
-        return self.role in _PROMPT_SIDE
-
 
 def to_lf_example(
     record: Mapping[str, Any], settings: LfSettings = DEFAULT_LF
@@ -209,7 +217,7 @@ def to_lf_example(
     kinds: list[str] = []
     system, rest = _split_system(record.get("messages") or [], kinds)
     turns = _alternate(_to_turns(rest, settings, kinds), kinds)
-    if not any(not turn.prompt_side for turn in turns):
+    if not turns:  # trimmed turns start on the prompt and end on a response, or are none
         kinds.append("no_trainable_turn")
         return None, kinds
     if settings.parallel_calls == "drop" and any(len(turn.calls) > 1 for turn in turns):
@@ -217,7 +225,7 @@ def to_lf_example(
         return None, kinds
     if settings.parallel_calls == "split":
         turns = _split_parallel_calls(turns, kinds)
-    messages = [_render(turn, settings, kinds) for turn in turns]
+    messages = _render(turns, settings, kinds)
     if settings.media_placeholders and _holds_media(messages):
         kinds.append("media_placeholder_dropped")
         return None, kinds
@@ -240,21 +248,25 @@ def _unique_info(record: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _split_system(
     messages: Sequence[Mapping[str, Any]], kinds: list[str]
-) -> tuple[str, list[Mapping[str, Any]]]:
+) -> tuple[str, Sequence[Mapping[str, Any]]]:
     """Leading system messages -> the system text; later ones become user messages."""
     leading = 0
     while leading < len(messages) and messages[leading].get("role") == "system":
         leading += 1
     if leading > 1:
         kinds.append("system_merged")
-    system = "\n\n".join(_text(m.get("content")) for m in messages[:leading])
-    rest: list[Mapping[str, Any]] = []
-    for message in messages[leading:]:
-        if message.get("role") == "system":
-            kinds.append("system_to_user")
-            message = {"role": "user", "content": message.get("content")}
-        rest.append(message)
+    system = "\n\n".join([_text(m.get("content")) for m in messages[:leading]])
+    rest = messages[leading:]
+    if any(m.get("role") == "system" for m in rest):  # rare: each turned into a user message
+        rest = [_system_to_user(message, kinds) for message in rest]
     return system, rest
+
+
+def _system_to_user(message: Mapping[str, Any], kinds: list[str]) -> Mapping[str, Any]:
+    if message.get("role") != "system":
+        return message
+    kinds.append("system_to_user")
+    return {"role": "user", "content": message.get("content")}
 
 
 def _to_turns(
@@ -265,6 +277,7 @@ def _to_turns(
     turns: list[_Turn] = []
     pending: list[str] = []
     results: list[Mapping[str, Any]] = []
+    drop_reasoning = settings.reasoning == "drop"
     for message in messages:
         role = message.get("role")
         if role == "tool":
@@ -273,14 +286,13 @@ def _to_turns(
         if results:
             turns.append(_observation(results, pending, kinds))
             results, pending = [], []
-        if role == "user":
-            turns.append(_Turn(USER, [_text(message.get("content"))]))
-            pending = []
-        elif role == "assistant":
-            turn = _assistant_turn(message, settings, kinds)
+        if role == "assistant":
+            turn = _assistant_turn(message, drop_reasoning, kinds, pending)
             if turn is not None:
                 turns.append(turn)
-                pending.extend(str(call.get("id") or "") for call in _tool_calls(message))
+        elif role == "user":
+            turns.append(_Turn(USER, [_text(message.get("content"))]))
+            pending = []
         else:
             kinds.append("unknown_role_dropped")
     if results:
@@ -288,39 +300,42 @@ def _to_turns(
     return turns
 
 
-def _tool_calls(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list(message.get("tool_calls") or [])
-
-
 def _assistant_turn(
-    message: Mapping[str, Any], settings: LfSettings, kinds: list[str]
+    message: Mapping[str, Any], drop_reasoning: bool, kinds: list[str], pending: list[str]
 ) -> _Turn | None:
-    """A response turn; a message with neither text, call nor (kept) reasoning is dropped."""
+    """A response turn (its calls' ids added to `pending`); a message with neither text,
+    call nor (kept) reasoning is dropped."""
     text = _text(message.get("content"))
-    texts = [text] if text.strip() else []
+    texts = [text] if _has_text(text) else []
     reasoning = _text(message.get("reasoning_content"))
-    thoughts = [reasoning] if reasoning.strip() else []
-    if thoughts and settings.reasoning == "drop":
+    thoughts = [reasoning] if _has_text(reasoning) else []
+    if thoughts and drop_reasoning:
         kinds.append("reasoning_dropped")
         thoughts = []
     calls = []
-    for call in _tool_calls(message):
+    for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
         name = _text(function.get("name"))
         calls.append({"name": name, "arguments": _arguments(function.get("arguments"), kinds)})
+        pending.append(str(call.get("id") or ""))
     if calls:
         return _Turn(FUNCTION, texts, calls, thoughts)
     if texts or thoughts:
-        return _Turn(ASSISTANT, texts, thoughts=thoughts)
+        return _Turn(ASSISTANT, texts, [], thoughts)
     kinds.append("empty_assistant_dropped")
     return None
+
+
+def _has_text(text: str) -> bool:
+    """`bool(text.strip())`, without copying the text."""
+    return bool(text) and not text.isspace()
 
 
 def _arguments(raw: Any, kinds: list[str]) -> Any:
     """Arguments as a JSON value (LLaMA-Factory json.dumps them back into the template)."""
     if not isinstance(raw, str):
         return {} if raw is None else raw
-    if not raw.strip():
+    if not _has_text(raw):
         return {}
     try:
         return json_value(raw)
@@ -335,7 +350,7 @@ def _observation(
     """The observation turn of a run of results: one block per call, joined by
     `RESULT_SEPARATOR`."""
     blocks = _result_blocks(results, pending, kinds)
-    return _Turn(OBSERVATION, [RESULT_SEPARATOR.join(blocks)], blocks=blocks)
+    return _Turn(OBSERVATION, [RESULT_SEPARATOR.join(blocks)], [], [], blocks)
 
 
 def _result_blocks(
@@ -347,15 +362,18 @@ def _result_blocks(
     first call still without a result, and any beyond the calls is kept after them, so no
     result is lost; a call left without a result gets an empty block.
     """
+    contents = [_text(message.get("content")) for message in results]
+    ids = [str(message.get("tool_call_id") or "") for message in results]
+    if ids == pending and "" not in ids and len(set(ids)) == len(ids):
+        return contents  # the usual case: each call answered, in order
     slots: list[str | None] = [None] * len(pending)
     first_slot: dict[str, int] = {}
     for index, call_id in enumerate(pending):
         if call_id:
             first_slot.setdefault(call_id, index)
     strays: list[str] = []
-    for message in results:
-        content = _text(message.get("content"))
-        slot = first_slot.get(str(message.get("tool_call_id") or ""))
+    for call_id, content in zip(ids, contents, strict=True):
+        slot = first_slot.get(call_id)
         if slot is not None and slots[slot] is None:
             slots[slot] = content
         else:
@@ -375,12 +393,15 @@ def _result_blocks(
 def _alternate(turns: list[_Turn], kinds: list[str]) -> list[_Turn]:
     """Merge same-side neighbours, then trim to start on the prompt and end on a response."""
     merged: list[_Turn] = []
+    last_prompt_side: bool | None = None  # the side of merged[-1]
     for turn in turns:
-        last = merged[-1] if merged else None
-        if last is None or last.prompt_side != turn.prompt_side:
+        prompt_side = turn.role in _PROMPT_SIDE
+        if last_prompt_side is None or last_prompt_side != prompt_side:
             merged.append(turn)
+            last_prompt_side = prompt_side
             continue
-        if turn.prompt_side:
+        last = merged[-1]
+        if prompt_side:
             kinds.append("prompt_turns_merged")
         else:
             kinds.append("response_turns_merged")
@@ -389,10 +410,10 @@ def _alternate(turns: list[_Turn], kinds: list[str]) -> list[_Turn]:
         last.texts.extend(turn.texts)
         last.calls.extend(turn.calls)
         last.thoughts.extend(turn.thoughts)
-    if merged and not merged[0].prompt_side:
+    if merged and merged[0].role not in _PROMPT_SIDE:
         kinds.append("leading_response_dropped")
         merged.pop(0)
-    if merged and merged[-1].prompt_side:
+    if merged and merged[-1].role in _PROMPT_SIDE:
         kinds.append(f"trailing_{merged[-1].role}_dropped")
         merged.pop()
     return merged
@@ -441,24 +462,30 @@ def _holds_media(messages: Sequence[Mapping[str, str]]) -> bool:
     return any(mark in m["content"] for m in messages for mark in MEDIA_PLACEHOLDERS)
 
 
-def _render(turn: _Turn, settings: LfSettings, kinds: list[str]) -> dict[str, str]:
-    text = "\n\n".join(turn.texts)
-    thought = _thought(turn, settings)
-    if turn.role != FUNCTION:
-        return {"role": turn.role, "content": thought + text}
-    return {"role": FUNCTION, "content": _function_content(turn, text, thought, settings, kinds)}
-
-
-def _thought(turn: _Turn, settings: LfSettings) -> str:
-    """The turn's reasoning inside the template's thought markers ("" when none)."""
-    if not turn.thoughts:
-        return ""
+def _render(turns: Sequence[_Turn], settings: LfSettings, kinds: list[str]) -> list[dict[str, str]]:
+    """Each turn as its sharegpt message: the reasoning inside the template's thought markers,
+    then the text; a function_call turn's content as `_function_content` writes it."""
     opening, closing = settings.thought_words
-    return opening + "\n\n".join(turn.thoughts) + closing
+    markers = (*settings.tool_call_words, *settings.thought_words, *_LEGACY_THOUGHT_WORDS)
+    messages: list[dict[str, str]] = []
+    for turn in turns:
+        text = "\n\n".join(turn.texts)
+        thought = opening + "\n\n".join(turn.thoughts) + closing if turn.thoughts else ""
+        if turn.role == FUNCTION:
+            content = _function_content(turn, text, thought, markers, settings, kinds)
+        else:
+            content = thought + text
+        messages.append({"role": turn.role, "content": content})
+    return messages
 
 
 def _function_content(
-    turn: _Turn, text: str, thought: str, settings: LfSettings, kinds: list[str]
+    turn: _Turn,
+    text: str,
+    thought: str,
+    markers: Sequence[str],
+    settings: LfSettings,
+    kinds: list[str],
 ) -> str:
     """What FunctionFormatter renders as `thought + text`, then the calls.
 
@@ -470,9 +497,7 @@ def _function_content(
     formatter does. With `bare_calls` the content is the JSON alone, whatever stood beside it
     dropped and counted.
     """
-    opening, closing = settings.tool_call_words
-    markers = (*settings.tool_call_words, *settings.thought_words, *_LEGACY_THOUGHT_WORDS)
-    payload = _calls_json(turn.calls, markers)
+    payload, clean = _calls_json(turn.calls, markers)
     if text and settings.call_text == "drop":
         kinds.append("call_text_dropped")
         text = ""
@@ -483,12 +508,15 @@ def _function_content(
     if text and not text.endswith("\n"):
         text += "\n"  # the calls start on a line of their own, as in the templates' own chats
     prose = thought + text
-    marked = f"{opening}{payload}{closing}"
     if not prose:
+        if clean:
+            return payload  # no marker in it: the formatter reads it whole as the calls
         candidates = [payload]
     elif settings.call_text == "drop":
         candidates = [prose + payload]  # only a thought: the formatter's thought_words path
     else:
+        opening, closing = settings.tool_call_words
+        marked = f"{opening}{payload}{closing}"
         candidates = [prose + marked, marked + prose]
     for content in candidates:
         if _formatter_split(content, settings) == (prose, payload):
@@ -504,17 +532,18 @@ def _formatter_split(content: str, settings: LfSettings) -> tuple[str, str]:
     the text and the rest the JSON; without either, the whole content is the JSON."""
     found = _first_span(content, *settings.tool_call_words)
     if found is not None:
-        span, inside = found
-        return content.replace(span, ""), inside
+        start, stop, inside = found
+        return _without_span(content, start, stop), inside
     thought = _first_span(content, *settings.thought_words)
     if thought is not None:
-        return thought[0], content.replace(thought[0], "")
+        start, stop, _ = thought
+        return content[start:stop], _without_span(content, start, stop)
     return "", content
 
 
-def _first_span(content: str, opening: str, closing: str) -> tuple[str, str] | None:
-    """(span, what is inside it) of the first `opening … closing` span, the closing the
-    first one after the opening: the regex `opening(.*?)closing` (DOTALL) as `search`
+def _first_span(content: str, opening: str, closing: str) -> tuple[int, int, str] | None:
+    """(start, stop, what is inside it) of the first `opening … closing` span, the closing
+    the first one after the opening: the regex `opening(.*?)closing` (DOTALL) as `search`
     finds it, by `str.find` (if the first opening has no closing after it, none has)."""
     start = content.find(opening)
     if start < 0:
@@ -523,23 +552,34 @@ def _first_span(content: str, opening: str, closing: str) -> tuple[str, str] | N
     end = content.find(closing, inner)
     if end < 0:
         return None
-    return content[start : end + len(closing)], content[inner:end]
+    return start, end + len(closing), content[inner:end]
 
 
-def _calls_json(calls: list[dict[str, Any]], markers: Sequence[str]) -> str:
+def _without_span(content: str, start: int, stop: int) -> str:
+    """`content.replace(span, "")` for the span `content[start:stop]` that `_first_span`
+    found: no copy of it starts before `start` (each begins with the opening, found first
+    there), so only the text after it is searched for more (a search for a long span is
+    slow: it is the whole calls JSON)."""
+    span = content[start:stop]
+    return content[:start] + content[stop:].replace(span, "")
+
+
+def _calls_json(calls: list[dict[str, Any]], markers: Sequence[str]) -> tuple[str, bool]:
     """The calls as JSON (one object, or a list for parallel calls) in which no marker
-    appears literally: a marker inside a string is written with its first character as a
-    `\\uXXXX` escape, which json.loads reads back to the same value, so the formatter's
-    marker search never stops inside an argument."""
+    appears literally, and whether none ever did (`clean`): a marker inside a string is
+    written with its first character as a `\\uXXXX` escape, which json.loads reads back to
+    the same value, so the formatter's marker search never stops inside an argument."""
     value: Any = calls[0] if len(calls) == 1 else calls
     payload = python_json(value)
     escaped = payload
     for marker in markers:
-        if marker in escaped:
+        # a lone character is found by memchr, far faster than the marker: most payloads
+        # hold no marker's first character at all
+        if marker[0] in escaped and marker in escaped:
             escaped = escaped.replace(marker, _escape_first(marker) + marker[1:])
-    if escaped != payload and json.loads(escaped) == value:
-        return escaped
-    return payload
+    if escaped == payload:
+        return payload, True
+    return (escaped if json.loads(escaped) == value else payload), False
 
 
 def _escape_first(marker: str) -> str:
@@ -552,9 +592,39 @@ def _escape_first(marker: str) -> str:
 
 def _tools_column(tools: Any, kinds: list[str]) -> str:
     """The tool list as a JSON string; every tool given the `parameters.properties` that
-    LLaMA-Factory's default tool formatter indexes without a guard."""
+    LLaMA-Factory's default tool formatter indexes without a guard.
+
+    An agent's tool list repeats over a job's records, so columns are kept by the list's
+    compact JSON (`_tools_key`), which orjson writes several times faster than the column."""
     if not tools:
         return ""
+    key = _tools_key(tools)
+    cached = _TOOLS_COLUMNS.get(key) if key is not None else None
+    if cached is None:
+        before = len(kinds)
+        cached = (_fixed_tools_json(tools, kinds), len(kinds) - before)
+        if key is not None:
+            if len(_TOOLS_COLUMNS) >= _TOOLS_CACHE_SIZE:
+                _TOOLS_COLUMNS.clear()
+            _TOOLS_COLUMNS[key] = cached
+    else:
+        kinds.extend(["tool_schema_filled"] * cached[1])
+    return cached[0]
+
+
+def _tools_key(tools: Any) -> bytes | None:
+    """The tool list's compact JSON, which tells apart any two JSON values that
+    `python_json` writes differently; None (not cached) for what it cannot, where orjson
+    would write a NaN or an infinity as null, or a value that is not plain JSON (it then
+    raises: subclasses, non-string keys, integers beyond 64 bits, surrogates)."""
+    try:
+        key = orjson.dumps(tools, option=_PLAIN_JSON)
+    except TypeError:
+        return None
+    return None if b"null" in key else key
+
+
+def _fixed_tools_json(tools: Any, kinds: list[str]) -> str:
     fixed = []
     for tool in tools:
         function = tool.get("function") if tool.get("type") == "function" else tool

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from scorers.im import agent_type
@@ -60,22 +60,55 @@ def tokenizer_method(tokenizer_path: str) -> str:
 
 def token_count(record: Mapping[str, Any], tokenizer: Tokenizer | None = None) -> int:
     """Tokens of a record's messages: the tokenizer's count, or ceil(chars/4) per message."""
+    messages = record.get("messages") or []
+    if tokenizer is not None:
+        return sum(
+            len(tokenizer.encode(text, add_special_tokens=False))
+            for text in map(_message_text, messages)
+            if text
+        )
     total = 0
-    for message in record.get("messages") or []:
-        text = _message_text(message)
-        if tokenizer is None:
-            total += math.ceil(len(text) / 4)
-        elif text:
-            total += len(tokenizer.encode(text, add_special_tokens=False))
+    for message in messages:  # the estimate needs only lengths: no text is joined
+        content = message.get("content")
+        reasoning = message.get("reasoning_content")
+        chars = len(content) if isinstance(content, str) else 0
+        if isinstance(reasoning, str):
+            chars += len(reasoning)
+        calls = message.get("tool_calls")
+        if calls:
+            chars += _call_chars(calls)
+        total += (chars + 3) // 4  # ceil(chars / 4), exactly
     return total
+
+
+def _call_chars(calls: Iterable[Mapping[str, Any]]) -> int:
+    """The length of `_call_texts(calls)` joined."""
+    chars = 0
+    for call in calls:
+        function = call.get("function") or {}
+        name = function.get("name")
+        arguments = function.get("arguments")
+        if isinstance(name, str):
+            chars += len(name)
+        if isinstance(arguments, str):
+            chars += len(arguments)
+    return chars
 
 
 def _message_text(message: Mapping[str, Any]) -> str:
     parts = [message.get("content"), message.get("reasoning_content")]
-    for call in message.get("tool_calls") or []:
+    calls = message.get("tool_calls")
+    text = "".join([part for part in parts if isinstance(part, str)])
+    return text + "".join(_call_texts(calls)) if calls else text
+
+
+def _call_texts(calls: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Each tool call's name and arguments, where they are text."""
+    parts = []
+    for call in calls:
         function = call.get("function") or {}
         parts += [function.get("name"), function.get("arguments")]
-    return "".join(part if isinstance(part, str) else "" for part in parts)
+    return [part for part in parts if isinstance(part, str)]
 
 
 def _tool_counts() -> dict[str, int]:
@@ -118,28 +151,43 @@ class Stats:
         turns = sum(1 for m in messages if m.get("role") == "assistant")
         _observe(self.turns, turns, 1, over=turns >= LONG_TURNS)
         _observe(self.tokens, token_count, 1, over=token_count > LONG_TOKENS)
-        composite = _number((score_dict or {}).get("composite_score"))
+        scores = score_dict or {}
+        composite = _number(scores.get("composite_score"))
         if composite is not None:
             _observe(self.scores, composite, _MICRO)
-        for key in HISTOGRAM_KEYS:
-            value = _number((score_dict or {}).get(key))
-            if value is not None:
-                self.histogram[key][_bin(value)] += 1
+        if scores:
+            self._add_histogram(scores)
         scaffold_name = scaffold or "unknown"
-        for counts in (self.tool_calls, self.by_scaffold.setdefault(scaffold_name, _tool_counts())):
+        scaffold_counts = self.by_scaffold.get(scaffold_name)
+        if scaffold_counts is None:
+            scaffold_counts = self.by_scaffold[scaffold_name] = _tool_counts()
+        for counts in (self.tool_calls, scaffold_counts):
             counts["calls"] += tool_calls
             counts["errors"] += tool_errors
             counts["with_calls"] += 1 if tool_calls > 0 else 0
             counts["with_error"] += 1 if tool_errors > 0 else 0
-        agent = self.by_agent.setdefault(scaffold_name, _group(main=0, subagent=0))
+        agent = self.by_agent.get(scaffold_name)
+        if agent is None:
+            agent = self.by_agent[scaffold_name] = _group(main=0, subagent=0)
         agent["subagent" if agent_type(record) == "subagent" else "main"] += 1
-        model = self.by_model.setdefault(_teacher(record), _group())
+        teacher = _teacher(record)
+        model = self.by_model.get(teacher)
+        if model is None:
+            model = self.by_model[teacher] = _group()
+        micro = None if composite is None else round(composite * _MICRO)
         for group in (agent, model):
             group["count"] += 1
-            if composite is not None:
+            if micro is not None:
                 group["scored"] += 1
-                group["score_micro"] += round(composite * _MICRO)
+                group["score_micro"] += micro
         return self
+
+    def _add_histogram(self, scores: Mapping[str, Any]) -> None:
+        histogram = self.histogram
+        for key in HISTOGRAM_KEYS:
+            value = _number(scores.get(key))
+            if value is not None:
+                histogram[key][_bin(value)] += 1
 
     def merge(self, other: Stats) -> Stats:
         """Add `other` into self (and return self); both must count tokens the same way."""
@@ -223,8 +271,12 @@ def _observe(state: dict[str, Any], value: float, scale: int, over: bool = False
     """Count `value`; sums are kept as integers of 1/scale so any merge order is exact."""
     state["n"] += 1
     state["sum"] += round(value * scale)
-    state["min"] = value if state["min"] is None else min(state["min"], value)
-    state["max"] = value if state["max"] is None else max(state["max"], value)
+    # min() and max() as they pick: the value only when strictly below (above) the kept one
+    low, high = state["min"], state["max"]
+    if low is None or value < low:
+        state["min"] = value
+    if high is None or value > high:
+        state["max"] = value
     state["over"] += 1 if over else 0
 
 
@@ -275,10 +327,13 @@ def _rate(part: int, whole: int) -> float:
 
 def _bin(value: float) -> int:
     """0.0-0.1 -> 0 … 0.9-1.0 -> 9 (1.0 included); exact on values with up to 6 decimals."""
-    return min(max(round(value * _MICRO) * _BINS // _MICRO, 0), _BINS - 1)
+    index = round(value * _MICRO) * _BINS // _MICRO
+    return 0 if index < 0 else _BINS - 1 if index >= _BINS else index
 
 
 def _number(value: Any) -> float | None:
+    if type(value) is float:  # the usual case, tested first
+        return None if math.isnan(value) else value
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         return None
     return float(value)
