@@ -24,7 +24,7 @@ from apache_beam.transforms import combiners
 
 from pipelines.chain_options import ConfigError
 from pipelines.config import RunConfig
-from pipelines.runner import one_local_worker, recomputes_lost_tasks
+from pipelines.runner import local_processes, one_local_worker, recomputes_lost_tasks
 from transforms.chain import stages_after_judge, stages_before_judge, written_counts
 from transforms.sinks.beam_scores import (
     CANDIDATES,
@@ -99,7 +99,7 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
     opened = _split(
         spread,
         "Open",
-        OpenUnits(limits, config.progress),
+        OpenUnits(limits, config.progress, local_processes(pipeline.options)),
         *total,
         read=True,
     )

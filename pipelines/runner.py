@@ -21,7 +21,14 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import (
+    DirectOptions,
+    PipelineOptions,
+    StandardOptions,
+    WorkerOptions,
+)
+
+from transforms import workers
 
 LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
 DASK_RUNNERS = ("dask", "DaskRunner", "apache_beam.runners.dask.dask_runner.DaskRunner")
@@ -104,7 +111,29 @@ def register_dask_options(args: Sequence[str]) -> None:
 
 def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     register_dask_options(beam_args)
-    return RunOptions(list(beam_args))
+    options = RunOptions(list(beam_args))
+    _workers_as_processes(options, beam_args)
+    return options
+
+
+def _workers_as_processes(options: PipelineOptions, beam_args: Sequence[str]) -> None:
+    """Local workers (`--direct_num_workers` other than 1) run as processes unless a
+    `--direct_running_mode` is given: Beam's default mode (in_memory) keeps one thread, so
+    the workers only add a reshuffle and split bundles (the 2,000-trial clone: 7.1 s with
+    2 such workers against 5.4 s with one, 4.8 s with 2 processes). Threads share the GIL,
+    so only processes run this pipeline's Python side by side."""
+    direct = options.view_as(DirectOptions)
+    if not is_local(options) or direct.direct_num_workers == 1:
+        return
+    if not _given("--direct_running_mode", beam_args):
+        direct.direct_running_mode = "multi_processing"
+    if not _given("--default_sdk_harness_log_level", beam_args):
+        # each worker process would log its start, channels and end at INFO on stderr
+        options.view_as(WorkerOptions).default_sdk_harness_log_level = "ERROR"
+
+
+def _given(flag: str, beam_args: Sequence[str]) -> bool:
+    return any(str(arg).split("=", 1)[0] == flag for arg in beam_args)
 
 
 def local_runner(options: PipelineOptions) -> Any:
@@ -122,6 +151,14 @@ def local_runner(options: PipelineOptions) -> Any:
 
 def is_local(options: PipelineOptions) -> bool:
     return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
+
+
+def local_processes(options: PipelineOptions) -> int:
+    """The worker processes of a local run (1 on any other runner: not known here)."""
+    if not is_local(options):
+        return 1
+    direct = options.view_as(DirectOptions)
+    return workers.local_processes(direct.direct_running_mode, direct.direct_num_workers)
 
 
 def one_local_worker(options: PipelineOptions) -> bool:

@@ -24,21 +24,52 @@ def run(composed: Path, out: Path, *extra: str) -> int:
     return main(["run", "--no-progress", "--input", str(composed), "--output", str(out), *extra])
 
 
-def test_multi_processing_gives_the_same_files(composed: Path, tmp_path: Path) -> None:
-    """Every DoFn pickles and keeps no hidden global state: separate worker processes agree."""
+def test_multi_processing_gives_the_same_files(
+    composed: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Every DoFn pickles and keeps no hidden global state: separate worker processes agree.
+    `--direct_num_workers 2` alone runs them as processes, which log nothing at INFO."""
     assert run(composed, tmp_path / "memory") == 0
-    assert (
-        run(
-            composed,
-            tmp_path / "procs",
-            "--direct_running_mode=multi_processing",
-            "--direct_num_workers=2",
-        )
-        == 0
-    )
+    capfd.readouterr()
+    assert run(composed, tmp_path / "procs", "--direct_num_workers=2") == 0
+    err = capfd.readouterr().err
+    assert "Python sdk harness starting" not in err and "Control channel" not in err, err
     for name in DATA_FILES:
         memory = (tmp_path / "memory" / JOB / name).read_bytes()
         assert (tmp_path / "procs" / JOB / name).read_bytes() == memory, name
+
+
+@pytest.mark.parametrize(
+    ("beam_args", "mode", "log_level"),
+    [
+        ([], "in_memory", None),
+        (["--direct_num_workers=2"], "multi_processing", "ERROR"),
+        (["--direct_num_workers", "0"], "multi_processing", "ERROR"),  # 0: one per CPU
+        (
+            ["--direct_num_workers=2", "--direct_running_mode=multi_threading"],
+            "multi_threading",
+            "ERROR",
+        ),
+        (
+            ["--direct_num_workers=2", "--default_sdk_harness_log_level=INFO"],
+            "multi_processing",
+            "INFO",
+        ),
+        (["--direct_num_workers=2", "--runner=PortableRunner"], "in_memory", None),
+    ],
+)
+def test_local_workers_are_processes_unless_a_mode_is_given(
+    beam_args: list[str], mode: str, log_level: str | None
+) -> None:
+    """Beam's default in_memory mode runs every local worker in one thread: more than one
+    worker then only adds a reshuffle, so without a mode they run as processes."""
+    from apache_beam.options.pipeline_options import DirectOptions, WorkerOptions
+
+    from pipelines.runner import pipeline_options
+
+    options = pipeline_options(beam_args)
+    assert options.view_as(DirectOptions).direct_running_mode == mode
+    assert options.view_as(WorkerOptions).default_sdk_harness_log_level == log_level
 
 
 def test_a_template_launch_s_job_publishes_what_a_driver_publishes(

@@ -4,6 +4,7 @@ redrawn in place on a terminal, plain lines anywhere else."""
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,21 @@ def test_a_long_run_shows_units_out_of_their_total_and_writes_the_same_files(
     for path in sorted(quiet.rglob("*.json*")):
         if path.name not in ("manifest.json", "runs.jsonl"):
             assert (tmp_path / "with" / path.relative_to(quiet)).read_bytes() == path.read_bytes()
+
+
+def test_processes_sharing_the_units_print_their_own_counts_in_plain_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker process sees only its share: a bar of the whole would stop half-way."""
+    from transforms.readers.confined import ReadLimits
+    from transforms.stages import OpenUnits
+
+    stream = Terminal()
+    monkeypatch.setattr("sys.stderr", stream)
+    reader = OpenUnits(ReadLimits(), progress=True, processes=2)
+    for _ in range(1000):
+        reader._show_progress(2000)
+    reader.teardown()
+    (line,) = stream.getvalue().splitlines()
+    assert line.startswith(f"trajcurate run: read (process {os.getpid()}): 1000 units, ")
+    assert "\r" not in stream.getvalue() and "%" not in line

@@ -20,7 +20,8 @@ class Progress:
     """Report `done` counts to `stream` once `every` more records or `interval` s have passed.
 
     Without `total` the line is the count, elapsed time and rate; with it, also a bar, the
-    percentage and the time left. `clock` is injectable so tests need not sleep.
+    percentage and the time left. `redraw=False` prints plain lines on a terminal too (for
+    processes that share one). `clock` is injectable so tests need not sleep.
     """
 
     def __init__(
@@ -32,6 +33,7 @@ class Progress:
         clock: Callable[[], float] = time.monotonic,
         total: int | None = None,
         unit: str = "records",
+        redraw: bool = True,
     ) -> None:
         self._stream = stream
         self._label = label
@@ -40,7 +42,7 @@ class Progress:
         self._clock = clock
         self._total = total
         self._unit = unit
-        self._tty = _is_tty(stream)
+        self._tty = redraw and _is_tty(stream)
         self._start = clock()
         self._last_time = self._start
         self._last_done = 0

@@ -9,6 +9,7 @@ Counters are Beam metrics named `<stage>.in`, `<stage>.kept`, `<stage>.rejected`
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -91,12 +92,15 @@ class OpenUnits(_Counting):
     the opened bundles would see them changed or not depending on which ran first (on Dask,
     which shares a task's result between the tasks that read it, it would). With `progress`,
     a progress line on stderr on long runs: units opened out of `total` (a side input:
-    every unit detected) with rate and ETA."""
+    every unit detected) with rate and ETA; when `processes` > 1 share the units, each
+    prints plain lines of its own count and rate, named by its process id (a share of the
+    total would read as a run stopped half-way)."""
 
-    def __init__(self, limits: ReadLimits, progress: bool = False) -> None:
+    def __init__(self, limits: ReadLimits, progress: bool = False, processes: int = 1) -> None:
         super().__init__()
         self.limits = limits
         self.progress = progress
+        self.processes = processes
         self._progress: Progress | None = None
         self._opened = 0
 
@@ -116,8 +120,15 @@ class OpenUnits(_Counting):
         if not self.progress:
             return
         if self._progress is None:
-            label = "trajcurate run: read"
-            self._progress = Progress(sys.stderr, label, every=1000, total=total, unit="units")
+            label, shared = "trajcurate run: read", self.processes > 1
+            self._progress = Progress(
+                sys.stderr,
+                f"{label} (process {os.getpid()})" if shared else label,
+                every=1000,
+                total=None if shared else total,
+                unit="units",
+                redraw=not shared,
+            )
         self._opened += 1
         self._progress.update(self._opened)
 

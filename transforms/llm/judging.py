@@ -34,6 +34,7 @@ from transforms.llm.rate_limit import Limiter, SlidingWindowLimiter, envoy_limit
 from transforms.llm.retry import AdaptiveRate, RetryPolicy
 from transforms.llm.strategies import STRATEGIES, JudgeStrategy, judge_kinds, strategy_names
 from transforms.redact import mask_url_credentials
+from transforms.workers import local_processes
 
 KINDS = judge_kinds()
 JUDGE_KEY = "_llm_judge"  # unique_info key: kept apart from TQS V2's `_score`
@@ -268,8 +269,4 @@ def worker_processes(
     processes (`--direct_num_workers` with `--direct_running_mode multi_processing`, 0 = one
     per CPU; every other local mode runs in this one process); on any other runner the
     workers cannot be known here, so `--llm-workers` says how many."""
-    if not local:
-        return llm_workers
-    if running_mode != "multi_processing":
-        return 1
-    return num_workers if num_workers and num_workers > 0 else os.cpu_count() or 1
+    return local_processes(running_mode, num_workers) if local else llm_workers
