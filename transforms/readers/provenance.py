@@ -20,6 +20,7 @@ output read back as input gives the same records.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import posixpath
@@ -108,10 +109,27 @@ def attach_provenance(
     metadata = _main_metadata(bundle)
     if metadata is None or _known(metadata.get(PROVENANCE)):
         return
-    base = trial_base(unit) if trial else input_base(root if root is not None else unit, unit)
-    entries = ({"path": relative_to(p, base), "sha256": d} for p, d in read_files.items())
+    base, source = _base_and_source(root, unit, trial, os.getcwd())
+    line_prefix = unit + "#L"  # a streamed file's lines: its shown path and the line number
+    entries = (
+        {
+            "path": source + p[len(unit) :] if p.startswith(line_prefix) else relative_to(p, base),
+            "sha256": d,
+        }
+        for p, d in read_files.items()
+    )
     files = sorted(entries, key=lambda entry: _line_order(entry["path"]))
-    metadata[PROVENANCE] = {"source": relative_to(unit, base), "files": files}
+    metadata[PROVENANCE] = {"source": source, "files": files}
+
+
+@functools.lru_cache(maxsize=256)
+def _base_and_source(root: str | None, unit: str, trial: bool, cwd: str) -> tuple[str, str]:
+    """(the folder provenance paths count from, the unit's path shown from it): the same for
+    every record of one unit (a streamed file holds thousands). `cwd` is part of the key:
+    local paths are made absolute from it."""
+    del cwd
+    base = trial_base(unit) if trial else input_base(root if root is not None else unit, unit)
+    return base, relative_to(unit, base)
 
 
 def _line_order(path: str) -> tuple[str, int]:
