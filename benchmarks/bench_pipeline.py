@@ -184,9 +184,7 @@ def _fit(points: list[tuple[int, float]]) -> tuple[float, float]:
     """(fixed s, marginal s/trial) of a least-squares line (two points: their difference)."""
     xs, ys = [x for x, _ in points], [y for _, y in points]
     mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum(
-        (x - mean_x) ** 2 for x in xs
-    )
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x in xs)
     return mean_y - slope * mean_x, slope
 
 

@@ -64,6 +64,4 @@ COMPARED = (
 def same_files(ran: Path, reference: Path) -> bool:
     """Whether `ran` holds every `COMPARED` file that `reference` holds, byte for byte."""
     names = [p.relative_to(reference) for p in reference.rglob("*") if p.name in COMPARED]
-    return bool(names) and all(
-        filecmp.cmp(reference / n, ran / n, shallow=False) for n in names
-    )
+    return bool(names) and all(filecmp.cmp(reference / n, ran / n, shallow=False) for n in names)

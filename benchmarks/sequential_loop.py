@@ -50,6 +50,7 @@ from transforms.sinks.scores import (
     candidate_item,
     decide_job,
     kept_in_order,
+    kept_outcomes,
     prior_row,
     settle_job,
     sidecar_bytes,
@@ -107,9 +108,8 @@ class JobFiles:
             return None
         kept, dropped = settle_job(verdicts, written)
         self.drops[REJECTED].extend(dropped)
-        for item in written:
-            if item["key"] in kept:
-                self.stats.merge(stats_of(item["stats"]))
+        for outcome in kept_outcomes(written, kept):
+            self.stats.merge(stats_of(outcome["stats"]))
         return kept
 
     def close(self) -> None:

@@ -6,10 +6,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
+from transforms.selection import Verdict
 from transforms.sinks import layout
-from transforms.sinks.row_spill import RowSpill
+from transforms.sinks.row_spill import RowSpill, line_reader
+from transforms.sinks.scores import kept_outcomes, settle_job
 from transforms.sinks.wire import Packer, Unpacker
 
 JOB = "2026-05-28__01-00-25"
@@ -67,3 +70,34 @@ def test_a_spill_file_outside_its_jobs_folder_is_refused(tmp_path: Path) -> None
     stray = _spill(str(tmp_path / "elsewhere"))
     with pytest.raises(ValueError, match="not in its job's folder"):
         Packer(str(tmp_path / "out")).part_ref(JOB, (("t", ""), stray, 0, 1, {}))
+
+
+def test_a_candidates_outcome_waits_spilled_and_is_read_back_only_when_settled(
+    tmp_path: Path,
+) -> None:
+    output = str(tmp_path / "out")
+    spill = RowSpill(output)
+    reject = {"job": JOB, "stage": "", "instance_id": "t1", "reason": ""}
+    stats = b'{"count":1,"histogram":{"composite_score":[0,0,0,0,0,0,1,0,0,0]}}'
+    outcome_line = orjson.dumps(
+        {"counts": {"written": 1}, "stats": orjson.Fragment(stats), "reject": reject}
+    )
+    items = [
+        {"key": (name, f"/jobs/x/{name}"), "row": None, "candidate": None}
+        | {"outcome": spill.keep(JOB, outcome_line)}
+        for name in ("t1", "t2")
+    ]
+    spill.close()
+    packer, unpacker = Packer(output), Unpacker(output, JOB)
+    packed = [packer.candidate(JOB, item) for item in items]
+    assert all(b"histogram" not in p and output.encode() not in p for p in packed)
+    written = [unpacker.candidate(p) for p in packed]
+    assert written == items
+    verdicts = {("t2", "/jobs/x/t2"): Verdict(False, "dedup", "same as t1")}
+    line_of, close = line_reader()
+    kept, dropped = settle_job(verdicts, written, line_of)
+    outcomes = list(kept_outcomes(written, kept, line_of))
+    close()
+    assert kept == {("t1", "/jobs/x/t1"): None}
+    assert dropped == [{**reject, "stage": "dedup", "reason": "same as t1"}]
+    assert outcomes == [{"counts": {"written": 1}, "stats": orjson.loads(stats), "reject": reject}]

@@ -5,4 +5,3 @@ Iterator[Bundle]` registered in `registry.py`. Readers know nothing of Beam. Inp
 untrusted: every file a reader opens goes through `confined.TrialFiles` (inside the trial
 folder or the input file's own folder, regular files only, size-capped).
 """
-

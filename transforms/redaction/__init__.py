@@ -8,4 +8,3 @@
 - `survey`: one pass (in C) over a record's strings that tells redaction and cleaning whether
   they have anything to look at.
 """
-

@@ -12,14 +12,14 @@ input.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.pvalue import TaggedOutput
 
 from transforms.chain import REJECTED, Drop, Stage, run_stages
-from transforms.selection import SelectionSettings
+from transforms.selection import SelectionSettings, Verdict
 from transforms.sinks import layout
 from transforms.sinks.beam_sinks import WRITTEN, SpillBundle
 from transforms.sinks.bundle_stats import add_bundle
@@ -32,6 +32,7 @@ from transforms.sinks.scores import (
     SIDECAR,
     candidate_item,
     decide_job,
+    kept_outcomes,
     prior_row,
     settle_job,
     sidecar_lines,
@@ -43,7 +44,7 @@ from transforms.stages import RunChain
 
 SCORES = "scores"  # tagged output: (job, ("row", sidecar row)) of bundles rejected after scoring
 CANDIDATES = "candidates"  # tagged output of the spill: (job, ("candidate", item))
-KEPT = "kept"  # tagged output of DecideJob: (job, candidate item) kept by selection
+KEPT = "kept"  # tagged output of DecideJob: (job, outcome) of an item selection kept
 
 
 class RunChainWithRows(RunChain):
@@ -116,8 +117,9 @@ class SpillWithCandidates(SpillBundle):
                 continue
             job, written = out.value
             item = candidate_item(written, self.selection, self._stats(written))
-            if item["row"] is not None:
-                item["row"] = self._rows.keep(job, item["row"])
+            for line in ("row", "outcome"):
+                if item.get(line) is not None:
+                    item[line] = self._rows.keep(job, item[line])
             yield TaggedOutput(CANDIDATES, (job, (CANDIDATE, self._packer.candidate(job, item))))
             if not self.selection.active:
                 yield out
@@ -140,9 +142,10 @@ class SpillWithCandidates(SpillBundle):
 class DecideJob(beam.DoFn):
     """(job, its candidate items and prior rows) -> DIR/<job>/scores.jsonl; main output
     (job, {key: curriculum order or None}) of the kept bundles, `REJECTED` the reject records
-    of selection drops, `KEPT` (job, item) of the kept ones (selection active). With
-    `keep_rows` the spilled rows are left for the driver's cleanup of `.parts` (a runner
-    that recomputes a lost task may decide the job again: `WriteShard`'s `keep_parts`)."""
+    of selection drops, `KEPT` (job, outcome: counts and stats) of the kept ones (selection
+    active). With `keep_rows` the spilled rows are left for the driver's cleanup of `.parts`
+    (a runner that recomputes a lost task may decide the job again: `WriteShard`'s
+    `keep_parts`)."""
 
     def __init__(self, output: str, settings: SelectionSettings, keep_rows: bool = False) -> None:
         self.output = output
@@ -157,18 +160,26 @@ class DecideJob(beam.DoFn):
             with layout.FileWriter(f"{layout.job_dir(self.output, job)}/{SIDECAR}") as sidecar:
                 for line in sidecar_lines(entries, line_of):
                     sidecar.write(line)
+            if self.settings.active:
+                yield from self._settled(job, verdicts, written, line_of)
         finally:
             close()
         if not self.keep_rows:
-            remove_rows([row for _, row, _ in entries])
-        if not self.settings.active:
-            return
-        kept, dropped = settle_job(verdicts, written)
+            spilled = [row for _, row, _ in entries] + [item.get("outcome") for item in written]
+            remove_rows(spilled)
+
+    def _settled(
+        self,
+        job: str,
+        verdicts: dict[tuple[str, str], Verdict],
+        written: list[dict[str, Any]],
+        line_of: Callable[[Any], bytes],
+    ) -> Iterator[Any]:
+        kept, dropped = settle_job(verdicts, written, line_of)
         for record in dropped:
             yield TaggedOutput(REJECTED, record)
-        for item in written:
-            if item["key"] in kept:
-                yield TaggedOutput(KEPT, (job, item))
+        for outcome in kept_outcomes(written, kept, line_of):
+            yield TaggedOutput(KEPT, (job, outcome))
         yield job, kept
 
 

@@ -27,9 +27,9 @@ def add_bundle(stats: Stats, bundle: Mapping[str, Any], tokenizer: Tokenizer | N
     its own counts under the main record's), then the bundle's stage tallies."""
     records = bundle["records"]
     counts = bundle.get("tool_call_counts") or [[0, 0]] * len(records)
-    main_scaffold = next(
-        (r["meta_info"]["unique_info"]["_score"] or {} for r in records), {}
-    ).get("scaffold")
+    main_scaffold = next((r["meta_info"]["unique_info"]["_score"] or {} for r in records), {}).get(
+        "scaffold"
+    )
     for record, (calls, errors) in zip(records, counts, strict=True):
         score = record["meta_info"]["unique_info"].get("_score")
         scaffold = (score or {}).get("scaffold") or main_scaffold

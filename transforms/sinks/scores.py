@@ -33,6 +33,7 @@ __all__ = [
     "candidate_item",
     "decide_job",
     "kept_in_order",
+    "kept_outcomes",
     "prior_row",
     "settle_job",
     "sidecar_bytes",
@@ -82,10 +83,11 @@ def stats_bytes(stats: Stats) -> bytes:
     return orjson.dumps(vars(stats))
 
 
-def stats_of(data: bytes) -> Stats:
-    """`Stats.from_state` of `stats_bytes`, without its copy (the state is freshly decoded)."""
+def stats_of(data: bytes | dict[str, Any]) -> Stats:
+    """`Stats.from_state` of `stats_bytes` (or of its decoded state), without its copy (the
+    state is freshly decoded)."""
     stats = Stats()
-    vars(stats).update(orjson.loads(data))
+    vars(stats).update(orjson.loads(data) if isinstance(data, bytes) else data)
     return stats
 
 
@@ -130,8 +132,10 @@ def candidate_item(
     bundle: dict[str, Any], settings: SelectionSettings, stats: Stats | None = None
 ) -> dict[str, Any]:
     """One written bundle as its job's decision sees it (plain values: it is pickled): its
-    sort key, its sidecar row (line) and, with selection active, its `Candidate`, counts,
-    stats and the reject record it would get."""
+    sort key, its sidecar row (line) and, with selection active, its `Candidate` and its
+    `outcome` line: the counts and stats that count only if selection keeps it and the
+    reject record it gets if not. Both lines may be spilled (`RowSpill`): a job's decision
+    holds all its items at once, and the outcome is most of an item (about 1.3 of 1.6 kB)."""
     row = decided_row(bundle, "kept")
     item: dict[str, Any] = {
         "key": (str(bundle["instance_id"]), str(bundle.get("source") or "")),
@@ -139,9 +143,12 @@ def candidate_item(
         "candidate": candidate_of(bundle, row, settings) if row and settings.active else None,
     }
     if settings.active:
-        item["counts"] = written_counts(bundle)
-        item["stats"] = None if stats is None else stats_bytes(stats)
-        item["reject"] = reject_record("", bundle, "")
+        outcome = {
+            "counts": written_counts(bundle),
+            "stats": None if stats is None else orjson.Fragment(stats_bytes(stats)),
+            "reject": reject_record("", bundle, ""),
+        }
+        item["outcome"] = orjson.dumps(outcome)
     return item
 
 
@@ -183,10 +190,13 @@ def _reason(verdict: Verdict) -> str:
 
 
 def settle_job(
-    verdicts: Mapping[tuple[str, str], Verdict], written: Iterable[Mapping[str, Any]]
+    verdicts: Mapping[tuple[str, str], Verdict],
+    written: Iterable[Mapping[str, Any]],
+    line_of: Callable[[Any], bytes] = _inline,
 ) -> tuple[dict[tuple[str, str], Any], list[dict[str, Any]]]:
     """What selection kept (sort key -> curriculum order or None, for the shard writer) and
-    the reject records of what it dropped (stage `dedup` / `best_of_k`)."""
+    the reject records of what it dropped (stage `dedup` / `best_of_k`); `line_of` reads an
+    item's outcome line (spilled or, by default, inline)."""
     kept: dict[tuple[str, str], Any] = {}
     dropped: list[dict[str, Any]] = []
     for item in written:
@@ -194,5 +204,17 @@ def settle_job(
         if verdict.kept:
             kept[item["key"]] = verdict.curriculum
         else:
-            dropped.append({**item["reject"], "stage": verdict.stage, "reason": _reason(verdict)})
+            reject = orjson.loads(line_of(item["outcome"]))["reject"]
+            dropped.append({**reject, "stage": verdict.stage, "reason": _reason(verdict)})
     return kept, dropped
+
+
+def kept_outcomes(
+    written: Iterable[Mapping[str, Any]],
+    kept: Mapping[tuple[str, str], Any],
+    line_of: Callable[[Any], bytes] = _inline,
+) -> Iterator[dict[str, Any]]:
+    """The outcome (counts and stats) of each kept item, read one at a time."""
+    for item in written:
+        if item["key"] in kept:
+            yield orjson.loads(line_of(item["outcome"]))

@@ -6,7 +6,8 @@ every one of them encoded, and hands a job's values over decoded all at once. As
 tuples and dicts each was ~1.7 KB a trial (twenty objects, the spill file's whole path in
 every ref); packed, each value is one `bytes` of its pickle, the spill files named relative
 to their job's folder, ~0.3 KB. The consumer unpacks them one at a time (`Unpacker`), every
-ref of one spill file sharing one path string.
+ref of one spill file sharing one path string. A candidate's two lines (its sidecar row and,
+with selection active, its outcome) are spilled refs like the parts.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from transforms.sinks import layout
 __all__ = ["Packer", "Unpacker"]
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+
+_LINES = ("row", "outcome")  # the lines of a candidate item, each maybe spilled
 
 
 class Packer:
@@ -39,8 +43,9 @@ class Packer:
         return pickle.dumps((*head, self._row_ref(job, line)), _PROTOCOL)
 
     def candidate(self, job: str, item: dict[str, Any]) -> bytes:
-        """A candidate item (its `row` a line, a `RowRef` or None)."""
-        return pickle.dumps({**item, "row": self._row_ref(job, item["row"])}, _PROTOCOL)
+        """A candidate item (its `row` and `outcome` each a line, a `RowRef` or None)."""
+        lines = {name: self._row_ref(job, item[name]) for name in _LINES if name in item}
+        return pickle.dumps({**item, **lines}, _PROTOCOL)
 
     def _row_ref(self, job: str, row: Any) -> Any:
         """A `RowRef` relative to the job's folder; a line kept inline (object stores) as it is."""
@@ -74,7 +79,9 @@ class Unpacker:
 
     def candidate(self, packed: bytes) -> dict[str, Any]:
         item: dict[str, Any] = pickle.loads(packed)
-        item["row"] = self._row_ref(item["row"])
+        for name in _LINES:
+            if name in item:
+                item[name] = self._row_ref(item[name])
         return item
 
     def _row_ref(self, row: Any) -> Any:
