@@ -230,10 +230,12 @@ def _write_outputs(
         per_job | "WriteStatsState" >> beam.ParDo(WriteJobJson(out, STATS_STATE_FILE, stats_state))
     )
     writes.append(_run_stats(inputs, per_job, out))
+    # Each trial's counts summed per job where they are made (a combine right after its
+    # producer runs in its stage): flattened first, they waited at the grouping one by one.
     counts = (
         (
-            read,  # (job, read counts) of every opened bundle
-            selected.counts,
+            read | "SumRead" >> beam.CombinePerKey(sum_counts),  # of every opened bundle
+            selected.counts | "SumWritten" >> beam.CombinePerKey(sum_counts),
             rejects
             | "CountRejects" >> beam.Map(lambda r: (r["job"], {f"rejected.{r['stage']}": 1})),
             dead | "CountDead" >> beam.Map(lambda r: (r["job"], {f"dead_letter.{r['stage']}": 1})),
