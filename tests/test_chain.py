@@ -333,3 +333,37 @@ def test_a_record_redaction_looked_at_and_left_keeps_its_survey_verdict() -> Non
     cleaned = clean_after_survey(surveyed)
     plain = clean_bundle(mask_secrets(bundle()) | {SURVEYED: None})
     assert orjson.dumps(cleaned["records"]) == orjson.dumps(plain["records"])
+
+
+def _validate(bundle: dict[str, Any]) -> dict[str, Any] | Drop:
+    stage = [s for s in stages_before_judge(ChainSettings()) if s.name == "validate"]
+    return run_stages(bundle, stage, lambda name: None)
+
+
+def test_a_bundle_the_im_reader_validated_is_not_checked_again_and_loses_the_mark(
+    cases_path: Path,
+) -> None:
+    from transforms.readers import im_jsonl
+    from transforms.readers.bundle import VALIDATED
+
+    bundle = dict(next(im_jsonl.read(cases_path)))
+    assert bundle[VALIDATED] is True
+    checked = _validate(bundle)
+    assert not isinstance(checked, Drop) and VALIDATED not in checked
+    # the mark is the reader's word for records it checked: the same records, unmarked and
+    # broken, are checked and rejected (what every other reader's bundles get)
+    broken = dict(checked, records=[{**checked["records"][0], "version": "1.0"}])
+    dropped = _validate(broken)
+    assert isinstance(dropped, Drop) and dropped.record["stage"] == "validate"
+    assert "invalid IM record" in dropped.record["reason"]
+
+
+def test_the_validated_mark_never_reaches_the_written_records(
+    cases_lines: list[bytes], tmp_path: Path
+) -> None:
+    source = tmp_path / "cases.jsonl"
+    source.write_bytes(b"\n".join(cases_lines[:5]) + b"\n")
+    out = tmp_path / "scored.jsonl"
+    assert main(["score", str(source), "-o", str(out)]) == 0
+    written = out.read_bytes()
+    assert written.count(b"\n") == 5 and b"validated_im" not in written

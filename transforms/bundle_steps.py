@@ -26,6 +26,7 @@ from scorers.im_validity import bundle_problem, schema_problem
 from scorers.im_validity import trainable_problem as record_trainable_problem
 from scorers.tqs_v2.score import is_subagent, scored_trajectory, tool_call_errors
 from transforms.cleaning import clean_record, clean_value
+from transforms.readers.bundle import VALIDATED
 from transforms.redact import redact_bundle, redact_object
 from transforms.report.rows import Decision, diagnosis_summary, judge_scores, score_row
 from transforms.reward_gate import RESOLVED, gate_reason, outcome
@@ -106,7 +107,10 @@ def gate_problem(bundle: dict[str, Any], settings: GateSettings) -> str | None:
 
 
 def validation_problem(bundle: dict[str, Any]) -> str | None:
-    """Records that are not structurally IM cannot be scored: the bundle is rejected."""
+    """Records that are not structurally IM cannot be scored: the bundle is rejected. Those
+    of a bundle its reader validated (`VALIDATED`, taken off here) are not checked again."""
+    if bundle.pop(VALIDATED, False) and bundle["records"]:
+        return None
     return bundle_problem(bundle["records"], schema_problem)
 
 

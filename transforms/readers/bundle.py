@@ -15,6 +15,10 @@ A bundle is a plain dict (cheap to pickle between Beam stages):
       "records": [IM record, ...],   # main record first, then subagents
       "read_files": {str: str},      # file read -> its SHA-256 (`readers/provenance.py`)
     }
+
+A reader that has itself checked every record against the IM schema (the IM reader does, to
+reject bad lines with their line numbers) adds `VALIDATED: True`; the chain's validate stage
+takes it off and does not check those records again.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Final, NotRequired, TypedDict
+
+VALIDATED: Final = "validated_im"
 
 
 class Bundle(TypedDict):
@@ -37,6 +43,7 @@ class Bundle(TypedDict):
     warnings: list[str]
     records: list[dict[str, Any]]
     read_files: dict[str, str]
+    validated_im: NotRequired[bool]
 
 
 class ReaderError(Exception):

@@ -25,7 +25,7 @@ from typing import Any
 
 from scorers.im import InvalidRecord, agent_type, validate_im_record
 from transforms.jsonl import LineError, is_blank, parse_line
-from transforms.readers.bundle import Bundle, ReaderError, new_bundle
+from transforms.readers.bundle import VALIDATED, Bundle, ReaderError, new_bundle
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
 from transforms.readers.im_builder import with_utc_timestamps
 from transforms.readers.provenance import line_read
@@ -125,7 +125,7 @@ def _bundle(group: _Group, source: str) -> Bundle:
     main = agent_type(records[0]) == "main"
     metadata = (info.get("_instance_metadata") or {}) if main else {}
     rewards = _rewards(metadata)
-    return new_bundle(
+    bundle = new_bundle(
         group.instance_id,
         source,
         FORMAT,
@@ -137,6 +137,8 @@ def _bundle(group: _Group, source: str) -> Bundle:
         warnings=group.warnings,
         read_files=group.lines,
     )
+    bundle[VALIDATED] = True  # every record passed `_parse`
+    return bundle
 
 
 def _rewards(metadata: Any) -> dict[str, float] | None:
