@@ -658,6 +658,33 @@ def test_clean_cache_does_not_hide_secrets() -> None:
     assert redact_record(record) == Counter({"github_token": 1})
 
 
+def test_a_text_with_a_trigger_and_no_secret_is_scanned_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long text the prefilter flags (`password`) but the detectors find nothing in is
+    remembered like one the prefilter clears: the next record holding it skips the scan; the
+    text with a secret added is another text, and is redacted."""
+    redact.clear_cache()
+    scanned: list[int] = []
+    scan = redact.scan
+
+    def counted(text: str, *rest: Any) -> str:
+        scanned.append(len(text))
+        return scan(text, *rest)
+
+    monkeypatch.setattr(redact, "scan", counted)
+    flagged = "Set token: <your token here> in the settings page, then log in again.\n" * 8
+    for _ in range(2):
+        record = base_record()
+        record["messages"][3]["content"] = flagged
+        assert redact_record(record) == Counter()
+        assert record["messages"][3]["content"] == flagged
+    assert scanned == [len(flagged)]
+    record = base_record()
+    record["messages"][3]["content"] = flagged + GITHUB
+    assert redact_record(record) == Counter({"github_token": 1})
+
+
 def bundle_of(*records: dict[str, Any]) -> dict[str, Any]:
     return {
         "instance_id": "task__abc",

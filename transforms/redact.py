@@ -208,8 +208,9 @@ def _add_values(mapping: dict[str, Any], out: list[str], keys: frozenset[str]) -
         out.append(item if type(item) is str else orjson.dumps(item).decode())
 
 
-# Texts of >= _CACHE_MIN chars the prefilter found clean (system prompts, tool descriptions
-# and file contents repeat across the records of a corpus), up to _CACHE_CHARS in all.
+# Texts of >= _CACHE_MIN chars found clean, by the prefilter or by the detectors (system
+# prompts, tool descriptions and file contents repeat across the records of a corpus), up to
+# _CACHE_CHARS in all.
 _CACHE_MIN = 256
 _CACHE_CHARS = 1 << 22
 _clean: dict[str, None] = {}
@@ -295,7 +296,10 @@ def _redact_string(text: str, counts: Counter[str], b64: bool) -> str:
         if not search_any(text) and not may_hide(text):
             _remember_clean(text)
             return text
-    return scan(text, counts, b64)
+    out = scan(text, counts, b64)
+    if out is text and not b64:  # a trigger, but no secret: not scanned again either
+        _remember_clean(text)
+    return out
 
 
 def _redact_value(value: Any, counts: Counter[str], depth: int, b64: bool) -> Any:
