@@ -661,7 +661,7 @@ def test_clean_cache_does_not_hide_secrets() -> None:
 def test_a_text_with_a_trigger_and_no_secret_is_scanned_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A long text the prefilter flags (`password`) but the detectors find nothing in is
+    """A long text the prefilter flags (`token:`) but the detectors find nothing in is
     remembered like one the prefilter clears: the next record holding it skips the scan; the
     text with a secret added is another text, and is redacted."""
     redact.clear_cache()
@@ -969,6 +969,55 @@ def test_a_key_split_between_a_tool_result_and_the_next_message() -> None:
     assert redact_record(record) == Counter({"github_token": 1})
     assert record["messages"][3]["content"] == "the key is [REDACTED:github_token]\n"
     assert record["messages"][4]["content"] == "[REDACTED:github_token] is the rest."
+
+
+def test_a_long_text_ending_in_half_a_key_is_looked_at_again_in_the_next_record() -> None:
+    """A long tool output ending in a key's prefix holds no secret on its own, so the
+    detectors find nothing in it; were it remembered as clean, a later record holding it
+    would leave it out of its prefilter and the split key (the rest in the next message)
+    would not be looked for."""
+    redact.clear_cache()
+    first_half = "Build log: " + "compiled module ok\n" * 20 + "the key is " + GITHUB[:10]
+    record = base_record()
+    record["messages"][3]["content"] = first_half
+    record["messages"][4]["content"] = "That is all the file holds."
+    assert redact_record(record) == Counter()
+    record = base_record()
+    record["messages"][3]["content"] = first_half
+    record["messages"][4]["content"] = GITHUB[10:] + " is the rest."
+    assert redact_record(record) == Counter({"github_token": 1})
+    assert GITHUB[:10] not in dumped(record) and GITHUB[10:] not in dumped(record)
+
+
+def test_what_redaction_remembers_changes_no_record(cases_lines: list[bytes]) -> None:
+    """Each record redacted after all the others (texts remembered) comes out as it does
+    alone (nothing remembered): reference records, with long texts repeated across them that
+    end in half a key, some followed by the rest, some not."""
+    rng = random.Random(23)
+    tails = ["Build log: " + "compiled module ok\n" * 20 + "key " + GITHUB[:cut] for cut in (6, 12)]
+    variants = []
+    for line in cases_lines[:60]:
+        record = orjson.loads(line)
+        texts = [m for m in record["messages"] if isinstance(m.get("content"), str)]
+        position = rng.randrange(len(texts) - 1)
+        texts[position]["content"] = rng.choice(tails)
+        if rng.random() < 0.5:
+            cut = len(texts[position]["content"]) - texts[position]["content"].rindex(" ") - 1
+            texts[position + 1]["content"] = GITHUB[cut:] + " " + texts[position + 1]["content"]
+        variants.append(record)
+
+    def redacted(record: dict[str, Any], cold: bool) -> tuple[str, Counter[str]]:
+        if cold:
+            redact.clear_cache()
+        record = copy.deepcopy(record)
+        counts = redact_record(record)
+        return dumped(record), counts
+
+    alone = [redacted(record, cold=True) for record in variants]
+    redact.clear_cache()
+    together = [redacted(record, cold=False) for record in variants * 2]
+    assert together == alone * 2
+    assert 10 < sum(1 for _, counts in alone if counts) < 50
 
 
 def test_a_whole_key_before_a_message_leaves_the_message_alone() -> None:

@@ -297,7 +297,10 @@ def _redact_string(text: str, counts: Counter[str], b64: bool) -> str:
             _remember_clean(text)
             return text
     out = scan(text, counts, b64)
-    if out is text and not b64:  # a trigger, but no secret: not scanned again either
+    # a trigger but no secret: not scanned again either, unless it may end in the first half
+    # of a split key (a text known clean is left out of its record's prefilter, which then
+    # would not send the record to `_redact_split_keys`)
+    if out is text and not b64 and not _key_prefix_size(text):
         _remember_clean(text)
     return out
 
@@ -431,16 +434,23 @@ def _redact_split_keys(messages: list[Any], counts: Counter[str]) -> None:
         if isinstance(message, dict) and isinstance(message.get("content"), str)
     ]
     for position, message in enumerate(texts):
-        tail = message["content"][-_SPLIT_TAIL:].rstrip()
-        # a prefix and the rest are key characters to the end: the match, if any, starts
-        # in the run of them that ends the text (within its last word)
-        run = len(tail.rstrip(_KEY_CHARS))
-        match = _SPLIT_PREFIX.search(tail, run) if run < len(tail) else None
-        if match is None:
+        size = _key_prefix_size(message["content"])
+        if not size:
             continue
         for following in _following(texts, position):
-            if _join_split(message, following, len(tail) - match.start(), counts):
+            if _join_split(message, following, size, counts):
                 break
+
+
+def _key_prefix_size(text: str) -> int:
+    """How many characters of a key's known prefix end `text` (before trailing blanks), 0
+    when none: the first half of a key split over two messages."""
+    tail = text[-_SPLIT_TAIL:].rstrip()
+    # a prefix and the rest are key characters to the end: the match, if any, starts in the
+    # run of them that ends the text (within its last word)
+    run = len(tail.rstrip(_KEY_CHARS))
+    match = _SPLIT_PREFIX.search(tail, run) if run < len(tail) else None
+    return 0 if match is None else len(tail) - match.start()
 
 
 def _following(texts: list[dict[str, Any]], position: int) -> list[dict[str, Any]]:
