@@ -358,12 +358,21 @@ def test_a_bundle_the_im_reader_validated_is_not_checked_again_and_loses_the_mar
     assert "invalid IM record" in dropped.record["reason"]
 
 
-def test_the_validated_mark_never_reaches_the_written_records(
-    cases_lines: list[bytes], tmp_path: Path
+@pytest.mark.parametrize("command", ["score", "run"])
+def test_the_validated_mark_never_reaches_an_output_file(
+    command: str, cases_lines: list[bytes], tmp_path: Path
 ) -> None:
+    """Neither the records nor the sidecar, counts, stats or manifests of an IM input carry
+    the reader's mark."""
     source = tmp_path / "cases.jsonl"
     source.write_bytes(b"\n".join(cases_lines[:5]) + b"\n")
-    out = tmp_path / "scored.jsonl"
-    assert main(["score", str(source), "-o", str(out)]) == 0
-    written = out.read_bytes()
-    assert written.count(b"\n") == 5 and b"validated_im" not in written
+    out = tmp_path / "out"
+    if command == "score":
+        out.mkdir()
+        argv = ["score", str(source), "-o", str(out / "scored.jsonl")]
+    else:
+        argv = ["run", "--input", str(source), "--output", str(out), "--instance-status", "all"]
+    assert main(argv) == 0
+    files = [path for path in out.rglob("*") if path.is_file()]
+    assert any(path.name in ("scored.jsonl", "im.jsonl") for path in files)
+    assert [path.name for path in files if b"validated_im" in path.read_bytes()] == []
