@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from lf_rules import TrainingAbort, split_function_call
 
 from scorers.tqs_v2 import SCORE_KEYS
+from transforms.json_text import json_value
 from transforms.sinks import lf_render
 from transforms.sinks.lf import (
     LF_ROLES,
@@ -382,6 +383,30 @@ BROKEN = im(
     ],
     tools=[tool("Bash"), tool("Broken", parameters={})],
 )
+
+
+DEEP_ARGUMENTS = '{"a":' * 3000 + "1" + "}" * 3000  # JSON, deeper than any parser here reads
+
+
+def test_arguments_nested_too_deeply_to_read_are_kept_as_their_text() -> None:
+    """Python's parser runs out of recursion on them: they are arguments that are not JSON
+    to LF (kept as the agent's text, counted), not a crash of the bundle at the write."""
+    with pytest.raises(ValueError, match="nested too deeply"):
+        json_value(DEEP_ARGUMENTS)
+    record = im(
+        [
+            msg("user", "go"),
+            msg("assistant", "", tool_calls=[call("c1", "Bash", DEEP_ARGUMENTS)]),
+            msg("tool", "ok", tool_call_id="c1"),
+            msg("assistant", "done"),
+        ],
+        tools=[tool("Bash")],
+    )
+    example, kinds = to_lf_example(record)
+    assert example is not None and "arguments_not_json" in kinds
+    assert json.dumps(DEEP_ARGUMENTS, ensure_ascii=False) in example["messages"][1]["content"]
+    (assistant,) = [m for m in lf_render._chat_messages(record["messages"]) if "tool_calls" in m]
+    assert assistant["tool_calls"][0]["function"]["arguments"] == DEEP_ARGUMENTS
 
 
 def test_broken_record_is_repaired_and_every_repair_counted() -> None:

@@ -270,6 +270,18 @@ def test_corrupt_files_are_reasons_on_their_trial_only(tmp_path: Path) -> None:
     assert good["warnings"] == [] and len(good["records"]) == 1
 
 
+def test_a_result_nested_past_the_depth_limit_is_a_reason_not_a_crash(tmp_path: Path) -> None:
+    """orjson refuses nesting past its depth limit; the stdlib parser, tried for NaN and
+    Infinity, runs out of recursion on it: the trial is refused with orjson's reason."""
+    deep = orjson.dumps(_result("t__deep", {"reward": 1}))[:-1] + (
+        b',"extra":' + b'{"a":' * 3000 + b"1" + b"}" * 3000 + b"}"
+    )
+    _trial(tmp_path, "t__deep", deep, _trajectory())
+    (bundle,) = read(tmp_path)
+    assert bundle["records"] == []
+    assert bundle["warnings"][0].startswith("result.json: corrupt JSON (depth limit exceeded")
+
+
 def test_no_agent_log_is_a_reason_not_an_exception(tmp_path: Path) -> None:
     trial = _trial(tmp_path, "t__1", _result("t__1", {"reward": 1}))
     (bundle,) = read(trial)  # every native reader looks and finds nothing of its kind

@@ -685,6 +685,17 @@ def test_a_text_with_a_trigger_and_no_secret_is_scanned_once(
     assert redact_record(record) == Counter({"github_token": 1})
 
 
+def test_arguments_nested_past_the_parsers_depth_are_redacted_as_text() -> None:
+    """Tool-call arguments too deep for orjson and for the stdlib parser (an IM input's
+    string, as the agent's log had it) are looked at as text, not a crash of the bundle."""
+    deep = '{"note": "' + GITHUB + '", "a":' + '{"a":' * 3000 + '"x"' + "}" * 3001
+    record = base_record()
+    record["messages"][2]["tool_calls"][0]["function"]["arguments"] = deep
+    assert redact_record(record) == Counter({"github_token": 1})
+    arguments = record["messages"][2]["tool_calls"][0]["function"]["arguments"]
+    assert GITHUB not in arguments and arguments.startswith('{"note": "[REDACTED:github_token]"')
+
+
 def bundle_of(*records: dict[str, Any]) -> dict[str, Any]:
     return {
         "instance_id": "task__abc",

@@ -11,7 +11,9 @@ by what `json.loads` reads. These helpers give the same text and the same values
 - `json_value` is `json.loads(text)` by the stdlib's C scanner called directly (json.loads
   wraps it in Python: a BOM check, two whitespace matches); a text it does not read whole
   from its first character (leading or trailing whitespace, extra data, a BOM, not JSON)
-  goes to `json.loads`, which then reads or refuses it as always.
+  goes to `json.loads`, which then reads or refuses it as always. One difference: a text
+  nested deeper than Python's recursion limit is refused with `json.JSONDecodeError` (a
+  `ValueError`, as for any text it cannot read), where `json.loads` raises `RecursionError`.
 """
 
 from __future__ import annotations
@@ -56,13 +58,17 @@ def python_json(value: Any) -> str:
 
 
 def json_value(text: str) -> Any:
-    """`json.loads(text)`: the same value, or the same `json.JSONDecodeError`."""
-    if _SCAN is not None:
-        try:
-            value, end = _SCAN(text, 0)
-        except StopIteration:
-            pass
-        else:
-            if end == len(text):
-                return value
-    return json.loads(text)
+    """`json.loads(text)`: the same value, or the same `json.JSONDecodeError` (also for a
+    text nested too deeply to read: see the module docstring)."""
+    try:
+        if _SCAN is not None:
+            try:
+                value, end = _SCAN(text, 0)
+            except StopIteration:
+                pass
+            else:
+                if end == len(text):
+                    return value
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply to read", text, 0) from None

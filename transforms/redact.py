@@ -47,6 +47,7 @@ from typing import Any
 import orjson
 
 from transforms.cleaning import SURVEYED
+from transforms.json_text import json_value
 from transforms.redaction.patterns import PREFILTER, search_any
 from transforms.redaction.rules import NONE, high_entropy, literal_secret, looks_random, name_tier
 from transforms.redaction.survey import CLEAN, SECRET, survey_record, survey_value
@@ -395,8 +396,8 @@ def _redact_arguments(arguments: str, counts: Counter[str], b64: bool) -> str:
         parsed = orjson.loads(arguments)
     except orjson.JSONDecodeError:
         try:
-            parsed = json.loads(arguments)
-        except ValueError:  # not JSON: as text
+            parsed = json_value(arguments)
+        except ValueError:  # not JSON (or nested too deeply to read): as text
             return _redact_string(arguments, counts, b64)
     if isinstance(parsed, str):
         redacted: Any = _redact_string(parsed, found, b64)

@@ -67,7 +67,7 @@ def _constants_as_null(text: str | bytes, shown: str, warnings: list[str]) -> An
 
     try:
         data = json.loads(text, parse_constant=null)
-    except ValueError:
+    except (ValueError, RecursionError):  # corrupt, or nested past orjson's depth limit too
         return None
     if not found:
         return None

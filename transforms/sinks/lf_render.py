@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from scorers.im import agent_type
+from transforms.json_text import json_value
 from transforms.sinks.schema import lf_metadata
 
 __all__ = [
@@ -157,7 +157,7 @@ def _call(call: Mapping[str, Any]) -> dict[str, Any]:
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         with contextlib.suppress(ValueError):
-            arguments = json.loads(arguments) if arguments.strip() else {}
+            arguments = json_value(arguments) if arguments.strip() else {}
     return {
         "id": call.get("id"),
         "type": "function",
