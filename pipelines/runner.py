@@ -28,6 +28,7 @@ from apache_beam.options.pipeline_options import (
     WorkerOptions,
 )
 
+from pipelines.dofn_specs import remember_dofn_specs
 from transforms import workers
 
 LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
@@ -168,6 +169,7 @@ def one_local_worker(options: PipelineOptions) -> bool:
 
 
 def make_pipeline(beam_args: Sequence[str]) -> beam.Pipeline:
+    remember_dofn_specs()
     options = pipeline_options(beam_args)
     if is_local(options):
         return beam.Pipeline(runner=local_runner(options), options=options)
