@@ -6,8 +6,8 @@ this pipeline's 29 ParDos and one trial), and each call runs `inspect.signature`
 method of the DoFn (~30): about 0.15 s of a run's fixed cost. The answer depends only on
 the DoFn object's methods and their default arguments, which nothing changes once a ParDo
 holds it, so `remember_dofn_specs` makes the function keep each object's answer until the
-object goes. A DoFn object that cannot be weakly referenced is
-inspected on every call, as before. Each caller gets sets of its own.
+object goes. An object that cannot be weakly referenced is inspected on every call, as
+before. Each caller gets sets of its own.
 """
 
 from __future__ import annotations
