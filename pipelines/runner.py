@@ -5,9 +5,10 @@ that fails, falls back, and leaves an empty temp folder behind on every run. Whe
 asks for no runner or for the DirectRunner, trajcurate goes straight to the in-process
 FnApiRunner that the DirectRunner falls back to anyway: fast, clean, no network. It still
 honours `--direct_num_workers` and `--direct_running_mode` (in_memory, multi_threading,
-multi_processing). Any other `--runner` (DataflowRunner, FlinkRunner, PortableRunner, ...) is
-used as given: `--runner PortableRunner --job_endpoint ... --environment_type EXTERNAL` is how
-a Flink cluster runs the pipeline (tests/test_portable_runner.py runs it against Beam's job
+multi_processing; worker processes run `pipelines/local_worker.py`, which starts quietly).
+Any other `--runner` (DataflowRunner, FlinkRunner, PortableRunner, ...) is used as given:
+`--runner PortableRunner --job_endpoint ... --environment_type EXTERNAL` is how a Flink
+cluster runs the pipeline (tests/test_portable_runner.py runs it against Beam's job
 service and an external SDK worker pool). `--runner dask` (or `DaskRunner`, or Beam's class
 name `apache_beam.runners.dask.dask_runner.DaskRunner`) runs it on a Dask cluster through
 `pipelines/dask_runner.py`, Beam's DaskRunner with its translation fixed (needs the `dask`
@@ -17,6 +18,8 @@ extra).
 from __future__ import annotations
 
 import contextlib
+import shlex
+import sys
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -138,7 +141,8 @@ def _given(flag: str, beam_args: Sequence[str]) -> bool:
 
 
 def local_runner(options: PipelineOptions) -> Any:
-    """The in-process runner, provisioned with the options as the DirectRunner would."""
+    """The in-process runner, provisioned with the options as the DirectRunner would; with
+    worker processes, they run `pipelines.local_worker` (see `_process_runner`)."""
     from apache_beam.portability.api import beam_provision_api_pb2
     from apache_beam.runners.portability.fn_api_runner import fn_runner
     from apache_beam.runners.portability.portable_runner import JobServiceHandle
@@ -147,7 +151,39 @@ def local_runner(options: PipelineOptions) -> Any:
     provision = fn_runner.ExtendedProvisionInfo(
         beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
     )
+    if options.view_as(DirectOptions).direct_running_mode == "multi_processing":
+        return _process_runner(fn_runner.FnApiRunner, provision)
     return fn_runner.FnApiRunner(provision_info=provision)
+
+
+def worker_command() -> str:
+    """The shell command of a local worker process: Beam's SDK harness, quietly started."""
+    from pipelines.local_worker import MODULE
+
+    return f"{shlex.quote(sys.executable)} -m {MODULE}"
+
+
+def _process_runner(base: type, provision: Any) -> Any:
+    """A `base` (FnApiRunner) whose worker processes run `worker_command()`.
+
+    In multi_processing mode the FnApiRunner replaces any default environment with its own
+    command (`python -m apache_beam.runners.worker.sdk_worker_main`) when the run starts, so
+    the run is started with the mode read as in_memory, which keeps the environment given
+    here: the number of workers and their processes come from that environment and
+    `--direct_num_workers`, not from the mode."""
+    from apache_beam.transforms.environments import SubprocessSDKEnvironment
+
+    class ProcessRunner(base):
+        def run_pipeline(self, pipeline: Any, options: PipelineOptions) -> Any:
+            direct = options.view_as(DirectOptions)
+            mode, direct.direct_running_mode = direct.direct_running_mode, "in_memory"
+            try:
+                return super().run_pipeline(pipeline, options)
+            finally:
+                direct.direct_running_mode = mode
+
+    environment = SubprocessSDKEnvironment.from_command_string(worker_command())
+    return ProcessRunner(default_environment=environment, provision_info=provision)
 
 
 def is_local(options: PipelineOptions) -> bool:

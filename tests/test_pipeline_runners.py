@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,6 +40,44 @@ def test_multi_processing_gives_the_same_files(
     for name in DATA_FILES:
         memory = (tmp_path / "memory" / JOB / name).read_bytes()
         assert (tmp_path / "procs" / JOB / name).read_bytes() == memory, name
+
+
+def test_worker_processes_print_nothing_of_their_start(
+    composed: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Installed without the `gcp` extra, Beam warns at import that apitools is missing; a
+    worker process then printed that warning and its `Logging handler created.` line on
+    stderr. Here the workers import an apitools that fails, as in such an install, and stay
+    silent; the files are those of the in-process run."""
+    fake = tmp_path / "site" / "apitools"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('not installed')\n")
+    path = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(fake.parent), path])))
+    assert run(composed, tmp_path / "memory") == 0
+    capfd.readouterr()
+    assert run(composed, tmp_path / "procs", "--direct_num_workers=2") == 0
+    assert capfd.readouterr().err == ""
+    for name in DATA_FILES:
+        memory = (tmp_path / "memory" / JOB / name).read_bytes()
+        assert (tmp_path / "procs" / JOB / name).read_bytes() == memory, name
+
+
+def test_a_quiet_root_logger_prints_no_first_warning() -> None:
+    """What keeps a worker's start silent: with a handler on the root logger, a first
+    `logging.warning` installs none on stderr (without it, it prints)."""
+    from pipelines.local_worker import MODULE
+
+    code = "import logging; {}; logging.warning('planted'); logging.getLogger('x').info('too')"
+    quiet = f"from {MODULE} import quiet_root_logger; quiet_root_logger()"
+    for setup, expected in (("pass", "WARNING:root:planted\n"), (quiet, "")):
+        done = subprocess.run(
+            [sys.executable, "-c", code.format(setup)], capture_output=True, text=True, check=True
+        )
+        assert done.stderr == expected
 
 
 @pytest.mark.parametrize(
