@@ -83,7 +83,9 @@ bench-redact: venv
 CORE := .venv-core
 CORE_STAMP := $(CORE)/.installed
 HARBOR ?=
-PYTHON312 ?= python3.12
+# The first Python 3.12 that runs: `python3.12` on the PATH, else one pyenv installed (its
+# shim fails while that version is not selected); evaluated only by `venv-harbor`.
+PYTHON312 ?= $(firstword $(foreach p,python3.12 $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12),$(shell $(p) -c '' >/dev/null 2>&1 && echo $(p))))
 
 $(CORE_STAMP): pyproject.toml $(NATIVE_SOURCES)
 	test -x $(CORE)/bin/python || $(PYTHON) -m venv $(CORE)
@@ -96,6 +98,7 @@ bench-pipeline: $(CORE_STAMP)
 		$(if $(HARBOR),--harbor $(HARBOR))
 
 venv-harbor:
+	@test -n "$(PYTHON312)" || { echo "venv-harbor: no Python 3.12 found; make venv-harbor PYTHON312=/path/to/python3.12" >&2; exit 2; }
 	test -x .venv-harbor/bin/python || $(PYTHON312) -m venv .venv-harbor
 	.venv-harbor/bin/pip install --quiet 'harbor[huggingface]==0.26.0'
 
