@@ -152,28 +152,29 @@ def local_runner(options: PipelineOptions) -> Any:
         beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
     )
     if options.view_as(DirectOptions).direct_running_mode == "multi_processing":
-        return _process_runner(fn_runner.FnApiRunner, provision)
+        return _process_runner(provision)
     return fn_runner.FnApiRunner(provision_info=provision)
 
 
-def worker_command() -> str:
+def _worker_command() -> str:
     """The shell command of a local worker process: Beam's SDK harness, quietly started."""
     from pipelines.local_worker import MODULE
 
     return f"{shlex.quote(sys.executable)} -m {MODULE}"
 
 
-def _process_runner(base: type, provision: Any) -> Any:
-    """A `base` (FnApiRunner) whose worker processes run `worker_command()`.
+def _process_runner(provision: Any) -> Any:
+    """An FnApiRunner whose worker processes run `_worker_command()`.
 
     In multi_processing mode the FnApiRunner replaces any default environment with its own
     command (`python -m apache_beam.runners.worker.sdk_worker_main`) when the run starts, so
     the run is started with the mode read as in_memory, which keeps the environment given
     here: the number of workers and their processes come from that environment and
     `--direct_num_workers`, not from the mode."""
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
     from apache_beam.transforms.environments import SubprocessSDKEnvironment
 
-    class ProcessRunner(base):
+    class ProcessRunner(fn_runner.FnApiRunner):
         def run_pipeline(self, pipeline: Any, options: PipelineOptions) -> Any:
             direct = options.view_as(DirectOptions)
             mode, direct.direct_running_mode = direct.direct_running_mode, "in_memory"
@@ -182,7 +183,7 @@ def _process_runner(base: type, provision: Any) -> Any:
             finally:
                 direct.direct_running_mode = mode
 
-    environment = SubprocessSDKEnvironment.from_command_string(worker_command())
+    environment = SubprocessSDKEnvironment.from_command_string(_worker_command())
     return ProcessRunner(default_environment=environment, provision_info=provision)
 
 
