@@ -206,7 +206,7 @@ def _real_folder(folder: str) -> str:
     return os.path.join(real_parent, name)
 
 
-def _wide_codec(data: bytes) -> str | None:
+def wide_codec(data: bytes) -> str | None:
     for bom, codec in _WIDE_BOMS:
         if data.startswith(bom):
             return codec
@@ -217,7 +217,7 @@ def utf8_json(data: bytes, shown: str) -> bytes:
     """JSON bytes as UTF-8: a UTF-8 BOM dropped, UTF-16/32 (with a BOM) decoded."""
     if data.startswith(codecs.BOM_UTF8):
         return data[len(codecs.BOM_UTF8) :]
-    codec = _wide_codec(data)
+    codec = wide_codec(data)
     if codec is None:
         return data
     try:
@@ -232,7 +232,7 @@ def utf8_head(head: bytes) -> bytes:
     """The first bytes of a file as UTF-8 for sniffing (a cut-off last character is dropped)."""
     if head.startswith(codecs.BOM_UTF8):
         return head[len(codecs.BOM_UTF8) :]
-    codec = _wide_codec(head)
+    codec = wide_codec(head)
     if codec is None:
         return head
     unit = 4 if codec == "utf-32" else 2
@@ -244,7 +244,7 @@ def decode_text(data: bytes) -> str:
     """A text file's content: a BOM picks UTF-16/32, else UTF-8; bad bytes become U+FFFD."""
     if data.startswith(codecs.BOM_UTF8):
         return data[len(codecs.BOM_UTF8) :].decode("utf-8", errors="replace")
-    codec = _wide_codec(data)
+    codec = wide_codec(data)
     return data.decode(codec or "utf-8", errors="replace")
 
 
@@ -475,6 +475,14 @@ class TrialFiles:
         self._spend(size=len(data))
         return data
 
+    def iter_chunks(self, path: str | os.PathLike[str], chunk_bytes: int) -> Iterator[bytes]:
+        """The raw bytes of a confined file, `chunk_bytes` at a time (no cap, no hash: a first
+        look at a streamed corpus, read again by `iter_lines`)."""
+        handle, _ = self._open(path, capped=False)
+        with handle:
+            while chunk := handle.read(chunk_bytes):
+                yield chunk
+
     def iter_lines(
         self, path: str | os.PathLike[str], *, per_line_cap: bool = False
     ) -> Iterator[tuple[int, bytes]]:
@@ -487,7 +495,7 @@ class TrialFiles:
         cap = self.limits.max_file_bytes
         with handle:
             head = handle.read(4)
-            if _wide_codec(head) is not None:
+            if wide_codec(head) is not None:
                 handle.close()
                 data = utf8_json(self.read_bytes(path), self.shown(path))
                 yield from _split_lines(data)

@@ -7,11 +7,15 @@ When the bad line still names its `_instance_id`, the whole instance is rejected
 (formats.md §4: an instance with an invalid record is dropped whole), and the warnings say
 how many valid records went with it.
 
-Grouping needs every line of an instance. Instances should be contiguous (as trajcurate
-writes them); interleaved lines are still grouped as long as at most `max_buffered`
-records are waiting. Past that bound the oldest instances are yielded early, and an
-instance seen again afterwards comes out as a second bundle warned `split instance`. For
-corpora that scatter instances, the pipeline groups by `_instance_id` instead.
+Grouping needs every line of an instance. A first look at the file's bytes
+(`im_index.py`) counts the lines naming each `_instance_id`, so an instance is handed on
+as soon as its last line is read and only incomplete instances wait: a file of contiguous
+instances (as trajcurate writes them) is read one instance at a time. Interleaved lines
+are grouped as long as at most `max_buffered` records are waiting. Past that bound the
+oldest instances are yielded early, and an instance seen again afterwards comes out as a
+second bundle warned `split instance`. For corpora that scatter instances, the pipeline
+groups by `_instance_id` instead. Where the first look cannot vouch for its counts (see
+there), every instance waits until the file ends or the bound is reached.
 
 The file is opened confined (`confined.py`: a regular file, not a FIFO or device). It is
 streamed, so `--max-file-mb` caps each line rather than the whole file.
@@ -19,6 +23,7 @@ streamed, so `--max-file-mb` caps each line rather than the whole file.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +33,7 @@ from transforms.jsonl import LineError, is_blank, parse_line
 from transforms.readers.bundle import VALIDATED, Bundle, ReaderError, new_bundle
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
 from transforms.readers.im_builder import with_utc_timestamps
+from transforms.readers.im_index import CHUNK_BYTES, instance_line_counts
 from transforms.readers.provenance import line_read
 from transforms.readers.source_files import json_type
 
@@ -36,12 +42,40 @@ DEFAULT_MAX_BUFFERED = 10_000
 
 
 class _Group:
-    def __init__(self, instance_id: str, warnings: list[str] | None = None) -> None:
+    def __init__(self, instance_id: str, named: bool, warnings: list[str] | None = None) -> None:
         self.instance_id = instance_id
+        self.named = named  # keyed by its `_instance_id` (else by file and line)
         self.records: list[dict[str, Any]] = []
         self.rejected: list[str] = []
         self.warnings = warnings or []
         self.lines: dict[str, str] = {}  # the lines read, for provenance
+        self.lines_read = 0
+
+    def size(self) -> int:
+        return len(self.records) + len(self.rejected)
+
+
+class _Completion:
+    """Whether a group has all its lines, by the first look's counts (`im_index.py`). With
+    no counts, or once a named group proves them wrong (an id they miss, more lines than
+    counted: the file changed since), no group is complete before the file ends."""
+
+    def __init__(self, counts: Counter[str] | None) -> None:
+        self.counts = counts
+
+    def complete(self, group: _Group) -> bool:
+        if self.counts is None:
+            return False
+        if not group.named:  # a line without a readable id is an instance of its own
+            return True
+        expected = self.counts.get(group.instance_id)
+        if expected is None or group.lines_read > expected:
+            self.counts = None
+            return False
+        if group.lines_read < expected:
+            return False
+        del self.counts[group.instance_id]  # a later line naming it finds no count: split
+        return True
 
 
 def read(
@@ -49,13 +83,15 @@ def read(
 ) -> Iterator[Bundle]:
     """Bundles of the IM records in `path`; see the module docstring for grouping and rejects."""
     path = Path(path)
-    lines = TrialFiles.for_input(path, limits).iter_lines(path, per_line_cap=True)
+    files = TrialFiles.for_input(path, limits)
+    chunks = files.iter_chunks(path, CHUNK_BYTES)
+    completion = _Completion(instance_line_counts(chunks, limits.max_file_bytes))
     source = str(path)
     groups: dict[str, _Group] = {}
     flushed: set[str] = set()
     buffered = yielded = valid = 0
     first_problem = ""
-    for number, raw in lines:
+    for number, raw in files.iter_lines(path, per_line_cap=True):
         if is_blank(raw):
             continue
         record, instance_id, problem = _parse(raw)
@@ -65,7 +101,8 @@ def read(
         group = groups.get(key)
         if group is None:
             split = [f"split instance: more lines after line {number}"] if key in flushed else None
-            group = groups[key] = _Group(key, split)
+            group = groups[key] = _Group(key, instance_id is not None, split)
+        group.lines_read += 1
         if problem:
             group.rejected.append(f"{source}:{number}: {problem}")
         else:
@@ -73,10 +110,14 @@ def read(
             group.lines.update(line_read(path, number, raw))
             valid += 1
         buffered += 1
-        while buffered > max_buffered and groups:
+        while groups and (
+            buffered > max_buffered
+            # complete instances go on in order, once the file is known to hold a record
+            or (valid and completion.complete(next(iter(groups.values()))))
+        ):
             oldest = next(iter(groups))
             done = groups.pop(oldest)
-            buffered -= len(done.records) + len(done.rejected)
+            buffered -= done.size()
             flushed.add(oldest)
             yielded += 1
             yield _bundle(done, source)
