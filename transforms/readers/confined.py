@@ -387,6 +387,16 @@ class TrialFiles:
 
     def _open(self, path: str | os.PathLike[str], *, capped: bool) -> tuple[IO[bytes], int]:
         """(binary file, size) of a confined regular file, opened without blocking."""
+        fd, size = self._open_fd(path, capped=capped)
+        try:
+            return os.fdopen(fd, "rb"), size
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _open_fd(self, path: str | os.PathLike[str], *, capped: bool) -> tuple[int, int]:
+        """(descriptor, size) of a confined regular file, opened without blocking; the
+        caller closes it."""
         real = self.resolve(path)
         try:
             st = os.stat(real)
@@ -414,11 +424,10 @@ class TrialFiles:
             if capped and st.st_size > self.limits.max_file_bytes:
                 raise self._over_cap(path, st.st_size)
             self._spend(real)
-            handle = os.fdopen(fd, "rb")
         except BaseException:
             os.close(fd)
             raise
-        return handle, st.st_size
+        return fd, st.st_size
 
     def memo(self, key: Hashable, compute: Callable[[], _T]) -> _T:
         """What `compute()` returns, computed once per key for this `TrialFiles` (a reader's
@@ -438,14 +447,18 @@ class TrialFiles:
 
     def read_bytes(self, path: str | os.PathLike[str]) -> bytes:
         """The whole file (at most the cap); `FileMissing` / `ReaderError` otherwise."""
-        handle, size = self._open(path, capped=True)
+        # Read with the descriptor itself: a buffered file object costs more than the read
+        # of a small file (a trial's result, config and reward).
+        fd, size = self._open_fd(path, capped=True)
         limit = self.limits.max_file_bytes + 1
-        with handle:
-            chunks = [handle.read(min(size + 1, limit))]
+        try:
+            chunks = [os.read(fd, min(size + 1, limit))]
             total = len(chunks[0])
-            while total < limit and (chunk := handle.read(min(_CHUNK, limit - total))):
+            while total < limit and (chunk := os.read(fd, min(_CHUNK, limit - total))):
                 chunks.append(chunk)
                 total += len(chunk)
+        finally:
+            os.close(fd)
         if total >= limit:
             raise self._over_cap(path, total, grew=True)
         self._spend(size=total)
