@@ -7,7 +7,9 @@ the chain less). Then times, each as a whole separate process pinned to one core
 (`taskset -c 0` when available) and best of 3 runs:
   parse  `python -c` that `orjson.loads` every line of the file;
   score  `trajcurate score FILE -o OUT`.
-Both include interpreter start-up. Target from the issue: score / parse <= 4x.
+Both include interpreter start-up. Target from the issue: score / parse <= 4x. One more run
+of each, untimed, gives its peak RSS (the IM reader holds only the instances still missing a
+line, so a long file's records are not all held at once).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from measure import write_bytecode
+from measure import measure, write_bytecode
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CASES = REPO_ROOT.parent / "shared" / "data" / "reference-scored" / "cases.jsonl"
@@ -105,13 +107,16 @@ def main(argv: list[str] | None = None) -> int:
         data = Path(tmp) / "cases-x.jsonl"
         records = replicate(args.cases, args.lines, data)
         size_mb = data.stat().st_size / 1e6
-        parse = best_wall_seconds([*pin, sys.executable, "-c", PARSE_CODE, str(data)], args.runs)
+        parse_command = [*pin, sys.executable, "-c", PARSE_CODE, str(data)]
+        parse = best_wall_seconds(parse_command, args.runs)
         output = Path(tmp) / "out.jsonl"
-        score = best_wall_seconds(
-            [*pin, *trajcurate_command(), "score", str(data), "-o", str(output)],
-            args.runs,
-            fresh=(output, output.with_name("out.rejects.jsonl")),
-        )
+        score_command = [*pin, *trajcurate_command(), "score", str(data), "-o", str(output)]
+        fresh = (output, output.with_name("out.rejects.jsonl"))
+        score = best_wall_seconds(score_command, args.runs, fresh=fresh)
+        parse_rss = measure(parse_command)[1]
+        for path in fresh:
+            path.unlink(missing_ok=True)
+        score_rss = measure(score_command)[1]
 
     ratio = score / parse
     print(
@@ -122,9 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         f"pinning  {'taskset -c 0' if pin else 'none (taskset not found): all cores'}; "
         f"best of {args.runs}, whole process incl. start-up"
     )
-    print(f"{'':8} {'wall s':>8} {'records/s':>11}")
-    print(f"{'parse':8} {parse:8.3f} {records / parse:11.0f}")
-    print(f"{'score':8} {score:8.3f} {records / score:11.0f}")
+    print(f"{'':8} {'wall s':>8} {'records/s':>11} {'peak RSS MiB':>13}")
+    print(f"{'parse':8} {parse:8.3f} {records / parse:11.0f} {parse_rss:13.0f}")
+    print(f"{'score':8} {score:8.3f} {records / score:11.0f} {score_rss:13.0f}")
     verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
     print(f"ratio    score/parse = {ratio:.2f}x (target <= {TARGET_RATIO:.0f}x: {verdict})")
     return 0
