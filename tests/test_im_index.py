@@ -143,3 +143,11 @@ def test_the_same_bundles_as_waiting_for_the_end(
     except ReaderError as exc:
         got = str(exc)
     assert got == expected
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 64, 10**6])
+def test_counts_do_not_depend_on_where_the_reads_cut_the_lines(chunk: int) -> None:
+    lines = [_line(i, text="x" * n) for i, n in (("a", 0), ("b", 300), ("a", 5), ("c", 90))]
+    data = b"\n".join(lines)  # the last line without its newline
+    assert _counts(data, chunk=chunk) == {"a": 2, "b": 1, "c": 1}
+    assert _counts(data, chunk=chunk, cap=200) is None  # b's line is over the cap

@@ -18,7 +18,6 @@ where the reader reports the file as it does today) or one in UTF-16/32.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable
 
 import orjson
@@ -34,57 +33,86 @@ _KEYED_VALUE = re.compile(rb'"_instance_id"[ \t\r\n]*:[ \t\r\n]*"((?:[^"\\]|\\.)
 _ESCAPED_LETTER = re.compile(rb"\\u00[5-7][0-9a-fA-F]")
 
 
-def instance_line_counts(chunks: Iterable[bytes], max_line_bytes: int) -> Counter[str] | None:
+def instance_line_counts(chunks: Iterable[bytes], max_line_bytes: int) -> dict[str, int] | None:
     """For each `_instance_id` named in the file read as `chunks`, how many lines name it;
     None when those counts could miss a line (see the module docstring)."""
-    counts: Counter[str] = Counter()
-    pending = b""  # the start of a line that goes on in the next chunk
+    counts: dict[str, int] = {}
+    pending: list[bytes] = []  # the start of a line that goes on in the next chunk(s)
+    waiting = 0  # its length
     for number, chunk in enumerate(chunks):
         if number == 0 and wide_codec(chunk[:4]) is not None:
             return None
         cut = chunk.find(b"\n") + 1  # the end of the line `pending` began
-        if pending or not cut:
-            if not cut:  # a line longer than the chunk
-                pending += chunk
-                if len(pending) > max_line_bytes:
-                    return None
-                continue
-            head = pending + chunk[:cut]
+        if not cut:  # a line longer than the chunk: joined once it ends, not chunk by chunk
+            pending.append(chunk)
+            waiting += len(chunk)
+            if waiting > max_line_bytes:
+                return None
+            continue
+        if pending:
+            head = b"".join([*pending, chunk[:cut]])
             if not _count_lines(head, 0, len(head), counts, max_line_bytes):
                 return None
         end = chunk.rfind(b"\n") + 1  # whole lines up to here; the rest waits
         if not _count_lines(chunk, cut if pending else 0, end, counts, max_line_bytes):
             return None
-        pending = chunk[end:]
-    if pending and not _count_lines(pending, 0, len(pending), counts, max_line_bytes):
+        pending = [chunk[end:]] if end < len(chunk) else []
+        waiting = len(chunk) - end
+    tail = b"".join(pending)
+    if tail and not _count_lines(tail, 0, len(tail), counts, max_line_bytes):
         return None
     return counts
 
 
 def _count_lines(
-    data: bytes, start: int, end: int, counts: Counter[str], max_line_bytes: int
+    data: bytes, start: int, end: int, counts: dict[str, int], max_line_bytes: int
 ) -> bool:
     """Add the ids named in `data[start:end]` (whole lines) to `counts`; False when the
     counts cannot be trusted (an escaped letter, a line over `max_line_bytes`)."""
     if _ESCAPED_LETTER.search(data, start, end) or _has_long_line(data, start, end, max_line_bytes):
         return False
-    line_end = -1
-    named: set[str] = set()  # the ids of the current line
     position = data.find(_KEY, start, end)
     while position >= 0:
-        if position > line_end:  # a new line
-            counts.update(named)
-            named = set()
-            line_end = data.find(b"\n", position, end)
-            line_end = end if line_end < 0 else line_end
-        match = _KEYED_VALUE.match(data, position, line_end)
-        if match is not None:
-            value = _string(match.group(1))
+        line_end = data.find(b"\n", position, end)
+        line_end = end if line_end < 0 else line_end
+        value = _value_at(data, position, line_end)
+        position = data.find(_KEY, position + len(_KEY), line_end)
+        if position < 0:  # the line names one id, as a record's line does
             if value is not None:
-                named.add(value)
-        position = data.find(_KEY, position + len(_KEY), end)
-    counts.update(named)
+                counts[value] = counts.get(value, 0) + 1
+        else:  # each id the line names counts once
+            named = set() if value is None else {value}
+            while position >= 0:
+                value = _value_at(data, position, line_end)
+                if value is not None:
+                    named.add(value)
+                position = data.find(_KEY, position + len(_KEY), line_end)
+            for value in named:
+                counts[value] = counts.get(value, 0) + 1
+        position = data.find(_KEY, line_end, end)
     return True
+
+
+def _value_at(data: bytes, position: int, line_end: int) -> str | None:
+    """The id a key found at `position` names, if its value is a string. The compact form
+    (`"_instance_id":"…"` or with one space, no escape) is read directly; any other goes
+    through the pattern and a JSON decode."""
+    start = position + len(_KEY)
+    if data[start : start + 2] == b':"':
+        start += 2
+    elif data[start : start + 3] == b': "':
+        start += 3
+    else:
+        start = -1
+    if start >= 0:
+        stop = data.find(b'"', start, line_end)
+        if stop >= 0 and data.find(b"\\", start, stop) < 0:
+            try:
+                return data[start:stop].decode()
+            except UnicodeDecodeError:
+                return None
+    match = _KEYED_VALUE.match(data, position, line_end)
+    return None if match is None else _string(match.group(1))
 
 
 def _string(raw: bytes) -> str | None:

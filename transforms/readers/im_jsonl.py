@@ -23,7 +23,6 @@ streamed, so `--max-file-mb` caps each line rather than the whole file.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,7 +59,7 @@ class _Completion:
     no counts, or once a named group proves them wrong (an id they miss, more lines than
     counted: the file changed since), no group is complete before the file ends."""
 
-    def __init__(self, counts: Counter[str] | None) -> None:
+    def __init__(self, counts: dict[str, int] | None) -> None:
         self.counts = counts
 
     def complete(self, group: _Group) -> bool:
