@@ -38,15 +38,13 @@ def instance_line_counts(chunks: Iterable[bytes], max_line_bytes: int) -> dict[s
     None when those counts could miss a line (see the module docstring)."""
     counts: dict[str, int] = {}
     pending: list[bytes] = []  # the start of a line that goes on in the next chunk(s)
-    waiting = 0  # its length
     for number, chunk in enumerate(chunks):
         if number == 0 and wide_codec(chunk[:4]) is not None:
             return None
         cut = chunk.find(b"\n") + 1  # the end of the line `pending` began
         if not cut:  # a line longer than the chunk: joined once it ends, not chunk by chunk
             pending.append(chunk)
-            waiting += len(chunk)
-            if waiting > max_line_bytes:
+            if sum(map(len, pending)) > max_line_bytes:
                 return None
             continue
         if pending:
@@ -57,7 +55,6 @@ def instance_line_counts(chunks: Iterable[bytes], max_line_bytes: int) -> dict[s
         if not _count_lines(chunk, cut if pending else 0, end, counts, max_line_bytes):
             return None
         pending = [chunk[end:]] if end < len(chunk) else []
-        waiting = len(chunk) - end
     tail = b"".join(pending)
     if tail and not _count_lines(tail, 0, len(tail), counts, max_line_bytes):
         return None
@@ -126,9 +123,9 @@ def _string(raw: bytes) -> str | None:
 
 
 def _has_long_line(data: bytes, start: int, end: int, max_line_bytes: int) -> bool:
-    """Whether a line of `data[start:end]` may be over `max_line_bytes` (a `\r` before its
-    `\n` counted: never too few); a span no longer than the cap holds none, so only long
-    spans are walked line by line."""
+    """Whether a line of `data[start:end]` may be over `max_line_bytes` (a carriage return
+    before its newline counted: never too few); a span no longer than the cap holds none, so
+    only long spans are walked line by line."""
     if end - start <= max_line_bytes:
         return False
     while start < end:
