@@ -11,8 +11,6 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from tqdm import tqdm
-
 __all__ = ["Progress"]
 
 
@@ -67,7 +65,9 @@ class Progress:
         if self._total is None:
             rate = done / elapsed if elapsed > 0 else 0.0
             text = f"{self._label}: {done} {self._unit}, {elapsed:.1f} s, {rate:.0f}/s"
-        else:
+        else:  # tqdm is imported only here: it costs 20 ms, a run with no total never needs it
+            from tqdm import tqdm
+
             meter = tqdm.format_meter(
                 done, self._total, elapsed, ncols=100 if self._tty else 0, unit=f" {self._unit}"
             )
