@@ -26,6 +26,7 @@ from pipelines.dataset_card import CARD_OPTIONS
 from pipelines.diagnose_options import DIAGNOSE_HELP, DIAGNOSE_PROFILE, diagnose_settings
 from scorers.tqs_v2 import SCORE_KEYS
 from transforms.chain import ChainSettings
+from transforms.read_ahead import READ_AHEAD_MODES
 from transforms.readers.confined import ReadLimits
 from transforms.redact import mask_url_credentials
 from transforms.selection import DEDUP_MODES, SelectionSettings
@@ -189,6 +190,14 @@ RUN_OPTIONS = options_by_name(
     ),
     FlagOption("diagnose", bool, False, DIAGNOSE_HELP),
     DIAGNOSE_PROFILE,
+    Option(
+        "read_ahead",
+        str,
+        "auto",
+        "on the in-process runner with one worker and 2+ usable CPUs, open trials in a "
+        "helper process while the run curates the ones before (auto), or never (off)",
+        choices=READ_AHEAD_MODES,
+    ),
     *CARD_OPTIONS,  # the run's dataset card: --license, --pretty-name
     # A dataset to publish: a task-grouped validation split, a token cap (README, Split and
     # tokens).
@@ -342,6 +351,7 @@ class RunConfig:
     report: bool = _default("report")
     diagnose: bool = _default("diagnose")
     diagnose_profile: str | None = _default("diagnose_profile")
+    read_ahead: str = _default("read_ahead")
     license: str = _default("license")
     pretty_name: str | None = _default("pretty_name")
     val_fraction: float = _default("val_fraction")

@@ -39,7 +39,7 @@ from transforms.readers.remote import Listing, find_remote_trials, is_remote
 from transforms.sinks.names import safe_job_name
 
 # Options that change how a run behaves, not what it writes.
-_NOT_IN_SIGNATURE = frozenset({"beam_args", "skip_unchanged", "progress", "report"})
+_NOT_IN_SIGNATURE = frozenset({"beam_args", "skip_unchanged", "progress", "report", "read_ahead"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from pipelines.run_checks import (
 )
 from pipelines.run_log import RunLog
 from pipelines.terminal import escaped
+from transforms import read_ahead
 
 if TYPE_CHECKING:
     from pipelines.manifest import Increment
@@ -54,6 +55,16 @@ def add_parser(subcommands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _quiet_beam_logging()  # before Beam is first imported: it logs warnings at import
+    # Forked now, before Beam starts any thread (`transforms/read_ahead.py`); stopped again
+    # once the options show it unused (`--read-ahead off` in a config file, another runner).
+    read_ahead.start("off" if getattr(args, "read_ahead", None) == "off" else "auto")
+    try:
+        return _run(args)
+    finally:
+        read_ahead.stop()
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         beam_args = list(getattr(args, "beam_args", []))
         if unknown := unknown_beam_args(beam_args):
@@ -72,6 +83,14 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, OutputError) as exc:
         print(f"{PROG}: error: {escaped(str(exc))}", file=sys.stderr)
         return 2
+
+
+def _reads_ahead(config: RunConfig, pipeline: Any) -> bool:
+    """Whether the run's read-ahead helper is used: on by default, and only the in-process
+    runner with one worker opens trials in this process (`transforms/read_ahead.py`)."""
+    from pipelines.runner import one_local_worker
+
+    return config.read_ahead == "auto" and bool(one_local_worker(pipeline.options))
 
 
 def _dry_run_requested(config: RunConfig) -> bool:
@@ -132,6 +151,8 @@ def _curate(config: RunConfig, run_id: str, log: RunLog) -> int:
         increment, inputs = planned
     started = time.monotonic()
     pipeline = _make_pipeline(config)
+    if not _reads_ahead(config, pipeline):
+        read_ahead.stop()
     # A template launch only stages the graph: its job runs later, with no driver to
     # publish, so the job publishes its own outputs (`finalize_stage.py`).
     template = _is_template_launch(pipeline)
@@ -154,6 +175,8 @@ def _curate(config: RunConfig, run_id: str, log: RunLog) -> int:
         remove_staging(config.output)
         raise
     print(render_summary(summary, config.output, wall))
+    if opened := read_ahead.units_opened():
+        print(f"read-ahead: {opened} units opened in a helper process")
     if config.llm_judge:
         print(_judge_line(config, summary["run"]))
     log.finished(summary["run"], incremental=bool(increment.job_signatures))

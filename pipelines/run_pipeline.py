@@ -99,7 +99,12 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
     opened = _split(
         spread,
         "Open",
-        OpenUnits(limits, config.progress, local_processes(pipeline.options)),
+        OpenUnits(
+            limits,
+            config.progress,
+            local_processes(pipeline.options),
+            read_ahead=config.read_ahead == "auto",  # used where this process has a helper
+        ),
         *total,
         read=True,
     )

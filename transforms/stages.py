@@ -12,16 +12,21 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.metrics.metric import Metrics
 from apache_beam.pvalue import TaggedOutput
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
+from transforms import read_ahead
 from transforms.chain import (
     DEAD_LETTER,
     REJECTED,
+    Bundle,
     Drop,
     Stage,
     job_of,
@@ -30,6 +35,7 @@ from transforms.chain import (
 )
 from transforms.intake import DETECT, OPEN, detect_units, open_unit
 from transforms.progress import Progress
+from transforms.read_ahead import ReadAhead
 from transforms.readers.confined import ReadLimits
 from transforms.readers.discover import ReadUnit
 
@@ -45,6 +51,7 @@ __all__ = [
 ]
 
 NAMESPACE = "trajcurate"
+_GLOBAL = (GlobalWindow(),)
 READ = "read"  # tagged output of OpenUnits: (job, what the bundle adds to its job's counts)
 
 
@@ -61,10 +68,20 @@ class _Counting(beam.DoFn):
     def start_bundle(self) -> None:
         self._tally = Counter()
 
-    def finish_bundle(self) -> None:
+    def finish_bundle(self) -> Iterable[Any] | None:
+        self._flush_counts()
+        return None
+
+    def _flush_counts(self) -> None:
         tally, self._tally = self._tally, Counter()
         for name, value in tally.items():
             Metrics.counter(NAMESPACE, name).inc(value)
+
+
+def _windowed(output: Any) -> Any:
+    if isinstance(output, TaggedOutput):
+        return TaggedOutput(output.tag, WindowedValue(output.value, MIN_TIMESTAMP, _GLOBAL))
+    return WindowedValue(output, MIN_TIMESTAMP, _GLOBAL)
 
 
 def _route(item: Any) -> Any:
@@ -94,19 +111,52 @@ class OpenUnits(_Counting):
     a progress line on stderr on long runs: units opened out of `total` (a side input:
     every unit detected) with rate and ETA; when `processes` > 1 share the units, each
     prints plain lines of its own count and rate, named by its process id (a share of the
-    total would read as a run stopped half-way)."""
+    total would read as a run stopped half-way). With `read_ahead`, a bundle hands the units
+    it can to this process's read-ahead helper, if it has one (`transforms/read_ahead.py`),
+    and takes their bundles back `UNITS_AHEAD` units later, the last at its end."""
 
-    def __init__(self, limits: ReadLimits, progress: bool = False, processes: int = 1) -> None:
+    def __init__(
+        self,
+        limits: ReadLimits,
+        progress: bool = False,
+        processes: int = 1,
+        read_ahead: bool = False,
+    ) -> None:
         super().__init__()
         self.limits = limits
         self.progress = progress
         self.processes = processes
+        self.read_ahead = read_ahead  # use this process's read-ahead helper, if it has one
         self._progress: Progress | None = None
         self._opened = 0
+        self._ahead: ReadAhead | None = None
+        self._total: int | None = None
+
+    def start_bundle(self) -> None:
+        super().start_bundle()
+        self._ahead = read_ahead.claim(self) if self.read_ahead else None
 
     def process(self, unit: ReadUnit, total: int | None = None) -> Iterator[Any]:
+        ahead, self._total = self._ahead, total
+        if ahead is None or not ahead.takes(unit):
+            yield from self._outputs(open_unit(unit, self.limits))
+            return
+        ahead.send(unit, self.limits)
+        while len(ahead.pending) > read_ahead.UNITS_AHEAD:
+            yield from self._outputs(ahead.take())
+
+    def finish_bundle(self) -> Iterator[Any]:
+        """The units the helper still holds (a bundle's last outputs are windowed values)."""
+        if self._ahead is not None:
+            for items in self._ahead.drain():
+                yield from (_windowed(output) for output in self._outputs(items))
+            read_ahead.release(self)
+            self._ahead = None
+        self._flush_counts()
+
+    def _outputs(self, items: Iterable[Bundle | Drop]) -> Iterator[Any]:
         self.count(f"{OPEN}.in")
-        for item in open_unit(unit, self.limits):
+        for item in items:
             if isinstance(item, Drop):
                 self.count(f"{OPEN}.{item.kind}")
                 yield _route(item)
@@ -114,7 +164,7 @@ class OpenUnits(_Counting):
             self.count(f"{OPEN}.kept")
             yield TaggedOutput(READ, (job_of(item), read_counts(item)))
             yield item
-        self._show_progress(total)
+        self._show_progress(self._total)
 
     def _show_progress(self, total: int | None) -> None:
         if not self.progress:

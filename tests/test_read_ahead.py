@@ -1,0 +1,153 @@
+"""Read-ahead (`transforms/read_ahead.py`): a helper process opens the trials of a local run
+while the run curates the ones before, and changes nothing the run writes.
+
+Each run here is a process of its own: the helper is forked at the start of `trajcurate
+run` only while no other thread is alive, which a test process cannot promise.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from test_outputs_unchanged import DATA_FILES
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _trajcurate(*args: str, pin: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    command = [*(pin or []), sys.executable, "-m", "pipelines.cli", *args]
+    result = subprocess.run(
+        command, cwd=REPO, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result
+
+
+def _run(
+    inputs: list[Path], output: Path, *options: str, pin: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    given = [arg for path in inputs for arg in ("--input", str(path))]
+    arguments = ["run", *given, "--output", str(output), "--instance-status", "all", *options]
+    return _trajcurate(*arguments, pin=pin)
+
+
+def _read_ahead_line(result: subprocess.CompletedProcess[str]) -> str | None:
+    return next(
+        (line for line in result.stdout.splitlines() if line.startswith("read-ahead")), None
+    )
+
+
+def _data_files(output: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(output)): path.read_bytes()
+        for path in sorted(output.rglob("*"))
+        if path.name in DATA_FILES
+    }
+
+
+@pytest.mark.parametrize("progress", [[], ["--no-progress"]], ids=["progress", "no-progress"])
+def test_read_ahead_writes_what_reading_in_the_run_writes(
+    tmp_path: Path, composed: Path, synth_jobs: Path, progress: list[str]
+) -> None:
+    """The composed job's real trajectories and two synth jobs with corrupt trials (rejects
+    and dead letters among them), with and without the progress line (which counts every
+    unit first, so opening is not fused with detection)."""
+    ahead = _run([composed, synth_jobs], tmp_path / "ahead", *progress)
+    here = _run([composed, synth_jobs], tmp_path / "here", "--read-ahead", "off", *progress)
+
+    manifest = json.loads((tmp_path / "ahead" / "manifest.json").read_text())
+    opened = manifest["beam_metrics"]["open.in"]
+    assert _read_ahead_line(ahead) == f"read-ahead: {opened} units opened in a helper process"
+    assert _read_ahead_line(here) is None
+    files = _data_files(tmp_path / "ahead")
+    assert files == _data_files(tmp_path / "here")
+    assert sum(name.endswith("im.jsonl") for name in files) == 3  # every job written
+    dropped = [name for name, data in files.items() if "rejects" in name or "dead" in name]
+    assert any(files[name] for name in dropped), "the corpus should hold bad trials"
+    assert manifest["accounting"]["balanced"]
+
+
+def test_a_process_pinned_to_one_cpu_reads_in_the_run(tmp_path: Path, composed: Path) -> None:
+    taskset = shutil.which("taskset")
+    if taskset is None:
+        pytest.skip("taskset not found")
+    pinned = _run([composed], tmp_path / "pinned", pin=[taskset, "-c", "0"])
+    assert _read_ahead_line(pinned) is None
+    assert "wall time" in pinned.stdout
+
+
+def test_a_streamed_corpus_is_read_in_the_run(tmp_path: Path, cases_lines: list[bytes]) -> None:
+    """An IM file is one unit of many bundles: it never goes to the helper."""
+    corpus = tmp_path / "cases.jsonl"
+    corpus.write_bytes(b"\n".join(cases_lines[:40]) + b"\n")
+    result = _run([corpus], tmp_path / "out")
+    assert _read_ahead_line(result) is None
+    assert (tmp_path / "out" / "standalone" / "im.jsonl").stat().st_size > 0
+
+
+KILLED_HELPER = """
+import json, os, signal, sys
+from transforms import read_ahead
+from transforms.chain import Drop
+from transforms.intake import detect_units
+from transforms.readers.confined import DEFAULT_LIMITS
+
+helper = read_ahead.start()
+assert helper is not None, "no helper in a fresh process with two CPUs"
+units = [u for u in detect_units(sys.argv[1], None, DEFAULT_LIMITS) if not isinstance(u, Drop)]
+sent = units * 40  # more than the pipe holds: the helper is still at work when killed
+for unit in sent:
+    helper.send(unit, DEFAULT_LIMITS)
+first = helper.take()
+os.kill(helper._process.pid, signal.SIGKILL)
+taken = [first, *helper.drain()]
+expected = [read_ahead.open_here(unit, DEFAULT_LIMITS) for unit in sent]
+print(json.dumps({
+    "same": taken == expected,
+    "units": len(taken),
+    "failed": helper.failed,
+    "opened_there": helper.opened_there,
+}))
+"""
+
+
+def test_a_killed_helper_loses_nothing(composed: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", KILLED_HELPER, str(composed)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    outcome = orjson.loads(result.stdout)
+    assert outcome["same"] is True
+    assert outcome["units"] == 6 * 40
+    assert 1 <= outcome["opened_there"] < outcome["units"]
+    assert outcome["failed"] == (
+        "read-ahead off: its helper process stopped (killed by signal 9); the rest is read "
+        "in the run"
+    )
+    assert f"trajcurate run: {outcome['failed']}" in result.stderr
+
+
+def test_read_ahead_accepts_auto_and_off_only(tmp_path: Path, composed: Path) -> None:
+    command = [sys.executable, "-m", "pipelines.cli", "run", "--input", str(composed)]
+    result = subprocess.run(
+        [*command, "--output", str(tmp_path / "o"), "--read-ahead", "on"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "--read-ahead" in result.stderr and "'auto', 'off'" in result.stderr

@@ -1,0 +1,214 @@
+"""Read-ahead: a helper process opens read units while the run curates the ones before.
+
+On the in-process runner with one worker (the default local run), opening trials takes about
+a third of the run's CPU time, and everything else waits for it. With read-ahead, a helper
+process, forked when the run starts (before Beam is imported, while no other thread is alive
+to be copied holding a lock), runs the same `open_unit` on the units the run sends it and
+sends back what each yields. The run unpickles that (about a third of what reading costs)
+and curates it while the helper opens the next units: reading and curation share two cores.
+
+Nothing else changes: the helper runs the same readers with the same limits, confinement
+and budgets, and the run takes the results back in the order it sent the units, so every
+bundle, reject and dead letter is the one reading in the run's own process gives. Only
+units that yield one bundle each go to the helper (a Harbor trial, a trajectory file); a
+streamed corpus (an IM JSONL file) is read where it is curated, so that its bundles are
+never all held at once. The helper runs at most `PIPE_BYTES` of results ahead (the pipe's
+capacity) plus the unit it is reading, so memory stays flat.
+
+When the helper cannot go on (it was killed, a result could not be pickled), the units it
+still held are opened in the run's process, and so is the rest: nothing is lost, and the
+reason is printed once on stderr. `trajcurate run --read-ahead off` never starts it; nor
+does a process pinned to one CPU (`taskset`), where it could only slow the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import threading
+from collections import deque
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
+from typing import Any
+
+from transforms.readers.confined import ReadLimits
+from transforms.readers.discover import ReadUnit
+
+__all__ = [
+    "READ_AHEAD_MODES",
+    "ReadAhead",
+    "claim",
+    "release",
+    "start",
+    "stop",
+    "units_opened",
+    "usable_cores",
+]
+
+READ_AHEAD_MODES = ("auto", "off")
+STREAMED_FORMATS = frozenset({"im"})  # one unit, many bundles: read where they are curated
+PIPE_BYTES = 1 << 20  # results the helper may send before the run takes them (Linux)
+UNITS_AHEAD = 8  # units sent to the helper before the oldest is taken back
+_OK, _FAILED = "ok", "failed"
+_HELPER: ReadAhead | None = None
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on (`taskset` and cgroup cpusets narrow them)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+class ReadAhead:
+    """A forked helper that opens units in the order they are sent (see the module doc)."""
+
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("fork")
+        requests_out, self._requests = context.Pipe(duplex=False)
+        self._results, results_in = context.Pipe(duplex=False)
+        _widen(results_in)
+        self._process = context.Process(
+            target=_serve,
+            args=(requests_out, results_in, (self._requests, self._results)),
+            name="trajcurate-read-ahead",
+            daemon=True,  # it never outlives the run
+        )
+        self._process.start()
+        requests_out.close()
+        results_in.close()
+        self.pending: deque[tuple[ReadUnit, ReadLimits]] = deque()
+        self.failed: str | None = None
+        self.opened_there = 0  # units whose results came back from the helper
+        self._owner: object | None = None
+
+    @staticmethod
+    def takes(unit: ReadUnit) -> bool:
+        """Whether `unit` goes to the helper (a local unit of one bundle)."""
+        return unit.url is None and unit.format not in STREAMED_FORMATS
+
+    def send(self, unit: ReadUnit, limits: ReadLimits) -> None:
+        self.pending.append((unit, limits))
+        if self.failed is None:
+            try:
+                self._requests.send((unit, limits))
+            except (OSError, ValueError, pickle.PicklingError) as exc:
+                self._fail(f"could not be sent a unit ({exc})")
+
+    def take(self) -> list[Any]:
+        """What opening the oldest unit sent yielded (opened here if the helper failed)."""
+        unit, limits = self.pending.popleft()
+        if self.failed is None:
+            try:
+                status, value = self._results.recv()
+            except (EOFError, OSError) as exc:
+                self._fail(f"stopped ({_exit_text(self._process.exitcode) or exc})")
+            else:
+                if status == _OK:
+                    self.opened_there += 1
+                    return list(value)
+                self._fail(str(value))
+        return open_here(unit, limits)
+
+    def drain(self) -> Iterator[list[Any]]:
+        while self.pending:
+            yield self.take()
+
+    def _fail(self, why: str) -> None:
+        self.failed = f"read-ahead off: its helper process {why}; the rest is read in the run"
+        print(f"trajcurate run: {self.failed}", file=sys.stderr)
+        self.close()
+
+    def close(self) -> None:
+        for end in (self._requests, self._results):
+            with contextlib.suppress(OSError):
+                end.close()
+        self._process.join(timeout=10)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+
+
+def _widen(connection: Connection) -> None:
+    """Let the helper run up to `PIPE_BYTES` ahead (Linux; elsewhere the default pipe)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(connection.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):
+        pass
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return ""
+    return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+
+def open_here(unit: ReadUnit, limits: ReadLimits) -> list[Any]:
+    from transforms.intake import open_unit
+
+    return list(open_unit(unit, limits))
+
+
+def _serve(requests: Connection, results: Connection, run_ends: tuple[Connection, ...]) -> None:
+    """The helper: open each unit received and send back what it yielded, until the run
+    closes its end (or goes away)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
+    for end in run_ends:  # the fork copied the run's ends too: the run's close is the end
+        end.close()
+    while True:
+        try:
+            unit, limits = requests.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            payload = pickle.dumps((_OK, open_here(unit, limits)), pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # open_unit routes what readers raise: this is pickling
+            payload = pickle.dumps((_FAILED, f"could not send a result back ({exc!r})"))
+        try:
+            results.send_bytes(payload)
+        except OSError:
+            return
+
+
+def start(mode: str = "auto") -> ReadAhead | None:
+    """The helper of this run, started if `mode` is auto, two CPUs are usable and no other
+    thread is alive (a fork copies only the calling thread); None otherwise."""
+    global _HELPER
+    alone = threading.active_count() == 1
+    if _HELPER is None and mode == "auto" and usable_cores() > 1 and alone:
+        _HELPER = ReadAhead()
+    return _HELPER
+
+
+def claim(owner: object) -> ReadAhead | None:
+    """The helper for `owner` (a bundle of the open stage) to use, if this process has one
+    that works and no other owner holds it; `release` gives it back."""
+    helper = _HELPER
+    if helper is None or helper.failed is not None or helper._owner is not None:
+        return None
+    helper._owner = owner
+    return helper
+
+
+def release(owner: object) -> None:
+    if _HELPER is not None and _HELPER._owner is owner:
+        _HELPER._owner = None
+
+
+def units_opened() -> int:
+    """How many units this run's helper opened (0 without one)."""
+    return 0 if _HELPER is None else _HELPER.opened_there
+
+
+def stop() -> None:
+    global _HELPER
+    helper, _HELPER = _HELPER, None
+    if helper is not None:
+        helper.close()
