@@ -10,11 +10,38 @@ import sys
 import time
 from pathlib import Path
 
-_PEAK_OF_CHILD = (
-    "import resource, subprocess, sys\n"
-    "code = subprocess.run(sys.argv[1:], capture_output=True).returncode\n"
-    "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-)
+# Run the command, and print its exit code and peak RSS in KiB: the larger of its largest
+# process's own peak and the peak of its processes' summed RSS, sampled every 0.1 s (a run
+# with a read-ahead helper or worker processes is charged for all of them).
+_PEAK_OF_CHILD = """
+import os, resource, subprocess, sys, time
+
+def tree(pid):
+    pids = [pid]
+    for pid in pids:
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as handle:
+                    pids += [int(child) for child in handle.read().split()]
+        except OSError:
+            pass
+    return pids
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return next(int(l.split()[1]) for l in handle if l.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return 0
+
+run = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+summed = 0
+while run.poll() is None:
+    summed = max(summed, sum(rss_kib(pid) for pid in tree(run.pid)))
+    time.sleep(0.1)
+own = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(run.returncode, max(own, summed))
+"""
 
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +59,7 @@ def write_bytecode() -> None:
 
 def measure(command: list[str], cwd: str | Path | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of `command`, run under a fresh parent process so that
-    the peak is that command's alone; exits the benchmark if the command fails."""
+    the peak is that of the command's processes alone; exits the benchmark if it fails."""
     write_bytecode()
     started = time.perf_counter()
     result = subprocess.run(
