@@ -320,8 +320,7 @@ def test_a_record_redaction_looked_at_and_left_keeps_its_survey_verdict() -> Non
 
     def bundle() -> dict[str, Any]:
         records = [
-            {"version": "2.0.0", "meta_info": {"unique_info": {}}, "messages": []}
-            for _ in texts
+            {"version": "2.0.0", "meta_info": {"unique_info": {}}, "messages": []} for _ in texts
         ]
         for record, text in zip(records, texts, strict=True):
             record["messages"].append({"role": "user", "content": text})

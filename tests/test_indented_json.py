@@ -33,7 +33,7 @@ def test_same_text_as_json_dumps(value: Any) -> None:
 
 def test_terminus_shapes_and_fallbacks() -> None:
     answer = {
-        "analysis": "é \"quoted\"\n\x00\u2028 \ud83d",
+        "analysis": 'é "quoted"\n\x00\u2028 \ud83d',
         "plan": "",
         "commands": [
             {"keystrokes": "ls -la\n", "duration": 0.1},

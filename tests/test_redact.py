@@ -586,7 +586,7 @@ FALSE_POSITIVES = [
     "env.OPENAI_API_KEY = 'proxy-handled';",
     "options: { baseURL: url, apiKey: 'ollama', timeout }",
     "apiKey: params.litellmApiKey || 'not-required',",
-    "codemie-claude --api-key sk-... \"review code\"",
+    'codemie-claude --api-key sk-... "review code"',
     "const apiKey = 'sk-ant-' + 'a'.repeat(95);",
 ]
 
