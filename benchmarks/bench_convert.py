@@ -1,9 +1,9 @@
 """Do the readers stream? (`make bench-convert`)
 
 Builds Harbor jobs of N trials by copying the composed sample job's trials under new trial
-names, then runs `trajcurate convert` on them as a separate process and prints trials/s and
-the process's peak RSS. Two sizes are run: if the readers stream, peak RSS stays flat while
-the number of trials grows.
+names, then runs `trajcurate convert` on them as a separate process, by default and with
+`--read-ahead off`, and prints trials/s and the peak RSS of its processes. Two sizes are run:
+if the readers stream, peak RSS stays flat while the number of trials grows.
 """
 
 from __future__ import annotations
@@ -43,15 +43,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: sample job not found at {args.job}", file=sys.stderr)
         return 2
     trajcurate = Path(sys.executable).with_name("trajcurate")
-    print(f"{'trials':>8} {'wall s':>8} {'trials/s':>9} {'peak RSS MiB':>13}")
+    print(
+        f"{'trials':>8} {'wall s':>8} {'trials/s':>9} {'peak RSS MiB':>13} "
+        f"{'read-ahead off s':>17} {'RSS MiB':>8}"
+    )
     for size in sorted(args.sizes):
         with tempfile.TemporaryDirectory(prefix="trajcurate-bench-convert-") as tmp:
             jobs = Path(tmp) / "jobs"
             build_jobs(args.job, size, jobs)
-            out = Path(tmp) / "out.jsonl"
-            wall, peak = measure([str(trajcurate), "convert", str(jobs), "-o", str(out)])
-        print(f"{size:>8} {wall:>8.2f} {size / wall:>9.0f} {peak:>13.1f}")
-    print("peak RSS of the convert process: flat across sizes means the readers stream")
+            command = [str(trajcurate), "convert", str(jobs), "-o", str(Path(tmp) / "out.jsonl")]
+            wall, peak = measure(command)
+            wall_here, peak_here = measure([*command, "--read-ahead", "off"])
+        print(
+            f"{size:>8} {wall:>8.2f} {size / wall:>9.0f} {peak:>13.1f} "
+            f"{wall_here:>17.2f} {peak_here:>8.1f}"
+        )
+    print(
+        "peak RSS (the convert process and its read-ahead helper): flat across sizes means "
+        "the readers stream"
+    )
     return 0
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from scorers.tqs_v2 import SCAFFOLDS, TOOLS_MODES
 from transforms.chain import ChainSettings
+from transforms.read_ahead import READ_AHEAD_MODES
 from transforms.readers.confined import ReadLimits
 from transforms.readers.registry import FORMATS
 from transforms.redact import REDACT_MODES
@@ -249,6 +250,15 @@ CHAIN_OPTIONS = options_by_name(
         "there, e.g. qwen's 'You are Qwen...'); scoring and judges see the records as read",
         metavar="keep|drop|TEXT",
         words=("keep", "drop"),
+    ),
+    Option(
+        "read_ahead",
+        str,
+        "auto",
+        "auto: open trials in a helper process while the ones before are curated, when 2+ "
+        "CPUs are usable and trials are opened in this process (for run: the in-process "
+        "runner, one worker); off: never",
+        choices=READ_AHEAD_MODES,
     ),
 )
 

@@ -26,7 +26,6 @@ from pipelines.dataset_card import CARD_OPTIONS
 from pipelines.diagnose_options import DIAGNOSE_HELP, DIAGNOSE_PROFILE, diagnose_settings
 from scorers.tqs_v2 import SCORE_KEYS
 from transforms.chain import ChainSettings
-from transforms.read_ahead import READ_AHEAD_MODES
 from transforms.readers.confined import ReadLimits
 from transforms.redact import mask_url_credentials
 from transforms.selection import DEDUP_MODES, SelectionSettings
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["ConfigError", "RunConfig", "add_run_arguments", "config_from_args", "load_yaml"]
 
 JUDGE_KINDS = ("fixed", "dynamic", "both")
-RUN_CHAIN_OPTIONS = (*CURATION_OPTIONS, "input_format")
+RUN_CHAIN_OPTIONS = (*CURATION_OPTIONS, "input_format", "read_ahead")
 
 
 @dataclass(frozen=True)
@@ -190,14 +189,6 @@ RUN_OPTIONS = options_by_name(
     ),
     FlagOption("diagnose", bool, False, DIAGNOSE_HELP),
     DIAGNOSE_PROFILE,
-    Option(
-        "read_ahead",
-        str,
-        "auto",
-        "on the in-process runner with one worker and 2+ usable CPUs, open trials in a "
-        "helper process while the run curates the ones before (auto), or never (off)",
-        choices=READ_AHEAD_MODES,
-    ),
     *CARD_OPTIONS,  # the run's dataset card: --license, --pretty-name
     # A dataset to publish: a task-grouped validation split, a token cap (README, Split and
     # tokens).

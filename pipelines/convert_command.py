@@ -32,13 +32,14 @@ from pipelines.outputs import (
     rejects_path,
     run_reporting_errors,
 )
+from transforms import read_ahead
 from transforms.chain import REJECTED, Bundle
 from transforms.jsonl import JsonlWriter
 from transforms.reward_gate import outcome
 from transforms.sinks.schema import conform_im_record
 
 PROG = "trajcurate convert"
-CONVERT_OPTIONS = ("input_format", *CURATION_OPTIONS)
+CONVERT_OPTIONS = ("input_format", *CURATION_OPTIONS, "read_ahead")
 
 
 @dataclass
@@ -101,7 +102,9 @@ def add_parser(subcommands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stats = run_reporting_errors(PROG, lambda: convert(args, sys.stderr))
+    with read_ahead.helper_for(args.read_ahead):  # forked first, while no thread is alive
+        stats = run_reporting_errors(PROG, lambda: convert(args, sys.stderr))
+        opened = read_ahead.opened_line()
     if isinstance(stats, int):
         return stats
     acc = stats.counts.accounting()
@@ -109,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{PROG}: {acc['rejected']} rejects -> {rejects_path(args.output)}")
     print(f"{PROG}: {acc['dead_lettered']} dead letters -> {dead_letters_path(args.output)}")
     print(stats.render())
+    if opened:
+        print(opened)
     return 0 if acc["balanced"] else 1
 
 
@@ -132,6 +137,7 @@ def convert(args: argparse.Namespace, stderr: TextIO) -> ConvertStats:
             stderr=stderr,
             label=PROG,
             by_unit=True,
+            read_ahead=values.get("read_ahead") == "auto",
         )
         stats.counts = loop.run([str(p) for p in args.inputs], args.input_format)
     return stats

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from transforms import read_ahead
 from transforms.chain import (
     DEAD_LETTER,
     Bundle,
@@ -29,6 +30,7 @@ from transforms.chain import (
 )
 from transforms.intake import detect_units, open_unit
 from transforms.progress import Progress
+from transforms.read_ahead import ReadAhead
 from transforms.readers.confined import ReadLimits
 from transforms.readers.discover import ReadUnit
 
@@ -85,9 +87,12 @@ class CurationLoop:
         stderr: TextIO | None = None,
         label: str = "trajcurate",
         by_unit: bool = False,
+        read_ahead: bool = False,
     ) -> None:
         """Inputs are detected first, then opened. `by_unit`: progress counts read units out
-        of their total (with a bar and ETA); else it counts bundles (one IM file holds many)."""
+        of their total (with a bar and ETA); else it counts bundles (one IM file holds many).
+        `read_ahead`: units are opened by this process's read-ahead helper, if it has one
+        (`transforms/read_ahead.py`), in the same order."""
         self.stages = [*stages_before_judge(settings), *stages_after_judge(settings)]
         self.limits = limits
         self.write = write
@@ -97,6 +102,7 @@ class CurationLoop:
         self.counts = LoopCounts()
         self.label = label
         self.by_unit = by_unit
+        self.read_ahead = read_ahead
         self.progress: Progress | None = None
         self._dropped = 0
 
@@ -106,19 +112,35 @@ class CurationLoop:
             total = len(units) if self.by_unit else None
             unit_name = "units" if self.by_unit else "records"
             self.progress = Progress(self.stderr, self.label, 1000, total=total, unit=unit_name)
-        for done, unit in enumerate(units, 1):
-            self._count("open.in")
-            for item in open_unit(unit, self.limits):
-                self._count_outcome("open", item)
-                if isinstance(item, Drop):
-                    self._drop(item)
-                else:
-                    self._curate(item)
-            if self.progress is not None and self.by_unit:
-                self.progress.update(done)
+        helper = read_ahead.claim(self) if self.read_ahead else None
+        try:
+            for done, items in enumerate(self._opened(units, helper), 1):
+                self._count("open.in")
+                for item in items:
+                    self._count_outcome("open", item)
+                    if isinstance(item, Drop):
+                        self._drop(item)
+                    else:
+                        self._curate(item)
+                if self.progress is not None and self.by_unit:
+                    self.progress.update(done)
+        finally:
+            read_ahead.release(self)
         if self.progress is not None:
             self.progress.close()
         return self.counts
+
+    def _opened(
+        self, units: list[ReadUnit], helper: ReadAhead | None
+    ) -> Iterator[Iterable[Bundle | Drop]]:
+        """What opening each unit yields, unit by unit in order (opened here or by `helper`)."""
+        for unit in units:
+            if helper is None:
+                yield open_unit(unit, self.limits)
+            else:
+                yield from helper.push(unit, self.limits)
+        if helper is not None:
+            yield from helper.drain()
 
     def _detect(self, path: str, forced_format: str | None) -> Iterator[ReadUnit]:
         """The read units of one input; what detection refuses is dropped here."""

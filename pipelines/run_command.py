@@ -57,11 +57,8 @@ def run(args: argparse.Namespace) -> int:
     _quiet_beam_logging()  # before Beam is first imported: it logs warnings at import
     # Forked now, before Beam starts any thread (`transforms/read_ahead.py`); stopped again
     # once the options show it unused (`--read-ahead off` in a config file, another runner).
-    read_ahead.start("off" if getattr(args, "read_ahead", None) == "off" else "auto")
-    try:
+    with read_ahead.helper_for("off" if getattr(args, "read_ahead", None) == "off" else "auto"):
         return _run(args)
-    finally:
-        read_ahead.stop()
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -175,8 +172,8 @@ def _curate(config: RunConfig, run_id: str, log: RunLog) -> int:
         remove_staging(config.output)
         raise
     print(render_summary(summary, config.output, wall))
-    if opened := read_ahead.units_opened():
-        print(f"read-ahead: {opened} units opened in a helper process")
+    if opened := read_ahead.opened_line():
+        print(opened)
     if config.llm_judge:
         print(_judge_line(config, summary["run"]))
     log.finished(summary["run"], incremental=bool(increment.job_signatures))

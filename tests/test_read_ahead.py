@@ -1,8 +1,8 @@
 """Read-ahead (`transforms/read_ahead.py`): a helper process opens the trials of a local run
-while the run curates the ones before, and changes nothing the run writes.
+(or of `trajcurate convert`) while the ones before are curated, and changes nothing written.
 
 Each run here is a process of its own: the helper is forked at the start of `trajcurate
-run` only while no other thread is alive, which a test process cannot promise.
+run` and `convert` only while no other thread is alive, which a test process cannot promise.
 """
 
 from __future__ import annotations
@@ -91,6 +91,36 @@ def test_a_streamed_corpus_is_read_in_the_run(tmp_path: Path, cases_lines: list[
     assert (tmp_path / "out" / "standalone" / "im.jsonl").stat().st_size > 0
 
 
+def _convert(inputs: list[Path], output: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return _trajcurate("convert", *map(str, inputs), "-o", str(output), *options)
+
+
+def _convert_outputs(output: Path) -> list[bytes]:
+    names = (output.name, f"{output.stem}.rejects.jsonl", f"{output.stem}.dead_letter.jsonl")
+    return [(output.parent / name).read_bytes() for name in names]
+
+
+def test_convert_reads_ahead_in_the_order_of_its_inputs(
+    tmp_path: Path, composed: Path, synth_jobs: Path, cases_lines: list[bytes], shared_dir: Path
+) -> None:
+    """`convert` writes bundles in the order it opens them: an IM file (read in the run)
+    between trials and standalone real files (read by the helper) must come out in place."""
+    corpus = tmp_path / "cases.jsonl"
+    corpus.write_bytes(b"\n".join(cases_lines[:20]) + b"\n")
+    inputs = [composed, corpus, synth_jobs, shared_dir / "data" / "real" / "atif"]
+    ahead = _convert(inputs, tmp_path / "ahead.jsonl")
+    here = _convert(inputs, tmp_path / "here.jsonl", "--read-ahead", "off")
+
+    assert _convert_outputs(tmp_path / "ahead.jsonl") == _convert_outputs(tmp_path / "here.jsonl")
+    line = _read_ahead_line(ahead)
+    assert line is not None and line.endswith("units opened in a helper process")
+    assert int(line.split()[1]) >= 6 + 120  # the composed job's trials and the synth jobs'
+    assert _read_ahead_line(here) is None
+    summary = [text for text in ahead.stdout.splitlines() if not text.startswith("read-ahead")]
+    assert summary == [text.replace("here.", "ahead.") for text in here.stdout.splitlines()]
+    assert _convert_outputs(tmp_path / "ahead.jsonl")[1], "the corpus should hold bad trials"
+
+
 KILLED_HELPER = """
 import json, os, signal, sys
 from transforms import read_ahead
@@ -117,9 +147,10 @@ print(json.dumps({
 """
 
 
-def test_a_killed_helper_loses_nothing(composed: Path) -> None:
+def _script(source: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`source` run by Python in a fresh process (no thread alive but its own)."""
     result = subprocess.run(
-        [sys.executable, "-c", KILLED_HELPER, str(composed)],
+        [sys.executable, "-c", source, *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -127,6 +158,11 @@ def test_a_killed_helper_loses_nothing(composed: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
+    return result
+
+
+def test_a_killed_helper_loses_nothing(composed: Path) -> None:
+    result = _script(KILLED_HELPER, str(composed))
     outcome = orjson.loads(result.stdout)
     assert outcome["same"] is True
     assert outcome["units"] == 6 * 40
@@ -135,7 +171,7 @@ def test_a_killed_helper_loses_nothing(composed: Path) -> None:
         "read-ahead off: its helper process stopped (killed by signal 9); the rest is read "
         "in the run"
     )
-    assert f"trajcurate run: {outcome['failed']}" in result.stderr
+    assert f"trajcurate: {outcome['failed']}" in result.stderr
 
 
 def test_read_ahead_accepts_auto_and_off_only(tmp_path: Path, composed: Path) -> None:
@@ -151,3 +187,30 @@ def test_read_ahead_accepts_auto_and_off_only(tmp_path: Path, composed: Path) ->
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert "--read-ahead" in result.stderr and "'auto', 'off'" in result.stderr
+
+
+LEFT_PENDING = """
+import json, sys
+from transforms import read_ahead
+from transforms.chain import Drop
+from transforms.intake import detect_units
+from transforms.readers.confined import DEFAULT_LIMITS
+
+read_ahead.start()
+owner = object()
+helper = read_ahead.claim(owner)
+units = [u for u in detect_units(sys.argv[1], None, DEFAULT_LIMITS) if not isinstance(u, Drop)]
+for unit in units:
+    helper.send(unit, DEFAULT_LIMITS)
+read_ahead.release(owner)  # as when a bundle raises before it took its units back
+print(json.dumps({"failed": helper.failed, "claimed": read_ahead.claim(object()) is not None}))
+"""
+
+
+def test_a_helper_left_with_units_is_not_handed_on(composed: Path) -> None:
+    """A next owner would take back the results of units it never sent."""
+    result = _script(LEFT_PENDING, str(composed))
+    assert orjson.loads(result.stdout) == {
+        "failed": "left with units its owner did not take back",
+        "claimed": False,
+    }

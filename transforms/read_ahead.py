@@ -31,7 +31,7 @@ import signal
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -42,6 +42,8 @@ __all__ = [
     "READ_AHEAD_MODES",
     "ReadAhead",
     "claim",
+    "helper_for",
+    "opened_line",
     "release",
     "start",
     "stop",
@@ -115,13 +117,26 @@ class ReadAhead:
                 self._fail(str(value))
         return open_here(unit, limits)
 
+    def push(self, unit: ReadUnit, limits: ReadLimits) -> Iterator[Iterable[Any]]:
+        """What opening each unit yields, in the order the units came, as soon as it is
+        ready: `unit` goes to the helper if it `takes` it (its outputs come out
+        `UNITS_AHEAD` units later, or from `drain`); otherwise the units still pending come
+        out first, then `unit` opened here, streamed."""
+        if not self.takes(unit):
+            yield from self.drain()
+            yield _open_unit(unit, limits)
+            return
+        self.send(unit, limits)
+        while len(self.pending) > UNITS_AHEAD:
+            yield self.take()
+
     def drain(self) -> Iterator[list[Any]]:
         while self.pending:
             yield self.take()
 
     def _fail(self, why: str) -> None:
         self.failed = f"read-ahead off: its helper process {why}; the rest is read in the run"
-        print(f"trajcurate run: {self.failed}", file=sys.stderr)
+        print(f"trajcurate: {self.failed}", file=sys.stderr)
         self.close()
 
     def close(self) -> None:
@@ -150,10 +165,14 @@ def _exit_text(code: int | None) -> str:
     return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
 
-def open_here(unit: ReadUnit, limits: ReadLimits) -> list[Any]:
+def _open_unit(unit: ReadUnit, limits: ReadLimits) -> Iterator[Any]:
     from transforms.intake import open_unit
 
-    return list(open_unit(unit, limits))
+    return open_unit(unit, limits)
+
+
+def open_here(unit: ReadUnit, limits: ReadLimits) -> list[Any]:
+    return list(_open_unit(unit, limits))
 
 
 def _serve(requests: Connection, results: Connection, run_ends: tuple[Connection, ...]) -> None:
@@ -198,8 +217,16 @@ def claim(owner: object) -> ReadAhead | None:
 
 
 def release(owner: object) -> None:
-    if _HELPER is not None and _HELPER._owner is owner:
-        _HELPER._owner = None
+    """Give the helper back; if `owner` stopped before taking back every unit it sent (it
+    raised), the helper's results no longer match what a next owner would send: it stops,
+    and later units are opened where they are curated."""
+    helper = _HELPER
+    if helper is None or helper._owner is not owner:
+        return
+    helper._owner = None
+    if helper.pending and helper.failed is None:
+        helper.failed = "left with units its owner did not take back"
+        helper.close()
 
 
 def units_opened() -> int:
@@ -212,3 +239,19 @@ def stop() -> None:
     helper, _HELPER = _HELPER, None
     if helper is not None:
         helper.close()
+
+
+@contextlib.contextmanager
+def helper_for(mode: str) -> Iterator[None]:
+    """A command's helper: started (see `start`) for the command's run, stopped after it."""
+    start(mode)
+    try:
+        yield
+    finally:
+        stop()
+
+
+def opened_line() -> str:
+    """The summary's line of what this run's helper opened ("" if it opened nothing)."""
+    opened = units_opened()
+    return f"read-ahead: {opened} units opened in a helper process" if opened else ""

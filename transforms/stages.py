@@ -113,7 +113,7 @@ class OpenUnits(_Counting):
     prints plain lines of its own count and rate, named by its process id (a share of the
     total would read as a run stopped half-way). With `read_ahead`, a bundle hands the units
     it can to this process's read-ahead helper, if it has one (`transforms/read_ahead.py`),
-    and takes their bundles back `UNITS_AHEAD` units later, the last at its end."""
+    and takes their bundles back, in order, `UNITS_AHEAD` units later, the last at its end."""
 
     def __init__(
         self,
@@ -137,13 +137,12 @@ class OpenUnits(_Counting):
         self._ahead = read_ahead.claim(self) if self.read_ahead else None
 
     def process(self, unit: ReadUnit, total: int | None = None) -> Iterator[Any]:
-        ahead, self._total = self._ahead, total
-        if ahead is None or not ahead.takes(unit):
+        self._total = total
+        if self._ahead is None:
             yield from self._outputs(open_unit(unit, self.limits))
             return
-        ahead.send(unit, self.limits)
-        while len(ahead.pending) > read_ahead.UNITS_AHEAD:
-            yield from self._outputs(ahead.take())
+        for items in self._ahead.push(unit, self.limits):
+            yield from self._outputs(items)
 
     def finish_bundle(self) -> Iterator[Any]:
         """The units the helper still holds (a bundle's last outputs are windowed values)."""
