@@ -82,13 +82,28 @@ def test_a_process_pinned_to_one_cpu_reads_in_the_run(tmp_path: Path, composed: 
     assert "wall time" in pinned.stdout
 
 
-def test_a_streamed_corpus_is_read_in_the_run(tmp_path: Path, cases_lines: list[bytes]) -> None:
-    """An IM file is one unit of many bundles: it never goes to the helper."""
+def test_an_im_corpus_is_read_in_the_run(tmp_path: Path, cases_lines: list[bytes]) -> None:
+    """Parsing IM costs what sending its records back would: an IM file stays in the run."""
     corpus = tmp_path / "cases.jsonl"
     corpus.write_bytes(b"\n".join(cases_lines[:40]) + b"\n")
     result = _run([corpus], tmp_path / "out")
     assert _read_ahead_line(result) is None
     assert (tmp_path / "out" / "standalone" / "im.jsonl").stat().st_size > 0
+
+
+def test_a_unit_of_many_bundles_comes_back_a_bundle_at_a_time(
+    tmp_path: Path, shared_dir: Path
+) -> None:
+    """An OpenHands `output.jsonl` is one unit of one bundle per line: the helper sends each
+    as it is read, and the run writes what reading it in place writes."""
+    corpus = shared_dir / "data" / "real" / "native" / "openhands-eval" / "output.jsonl"
+    ahead = _run([corpus], tmp_path / "ahead")
+    here = _run([corpus], tmp_path / "here", "--read-ahead", "off")
+    assert _read_ahead_line(ahead) == "read-ahead: 1 unit opened in a helper process"
+    assert _read_ahead_line(here) is None
+    files = _data_files(tmp_path / "ahead")
+    assert files == _data_files(tmp_path / "here")
+    assert files["standalone/im.jsonl"].count(b"\n") > 1
 
 
 def _convert(inputs: list[Path], output: Path, *options: str) -> subprocess.CompletedProcess[str]:
@@ -125,19 +140,20 @@ KILLED_HELPER = """
 import json, os, signal, sys
 from transforms import read_ahead
 from transforms.chain import Drop
-from transforms.intake import detect_units
+from transforms.intake import detect_units, open_unit
 from transforms.readers.confined import DEFAULT_LIMITS
 
 helper = read_ahead.start()
 assert helper is not None, "no helper in a fresh process with two CPUs"
 units = [u for u in detect_units(sys.argv[1], None, DEFAULT_LIMITS) if not isinstance(u, Drop)]
-sent = units * 40  # more than the pipe holds: the helper is still at work when killed
+sent = units * int(sys.argv[2])  # more than the pipe holds: the helper is still at work
 for unit in sent:
     helper.send(unit, DEFAULT_LIMITS)
-first = helper.take()
+stream = helper.take()
+first = [next(stream) for _ in range(int(sys.argv[3]))]  # the first unit's first items
 os.kill(helper._process.pid, signal.SIGKILL)
-taken = [first, *helper.drain()]
-expected = [read_ahead.open_here(unit, DEFAULT_LIMITS) for unit in sent]
+taken = [first + list(stream), *map(list, helper.drain())]
+expected = [list(open_unit(unit, DEFAULT_LIMITS)) for unit in sent]
 print(json.dumps({
     "same": taken == expected,
     "units": len(taken),
@@ -162,7 +178,7 @@ def _script(source: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_killed_helper_loses_nothing(composed: Path) -> None:
-    result = _script(KILLED_HELPER, str(composed))
+    result = _script(KILLED_HELPER, str(composed), "40", "1")
     outcome = orjson.loads(result.stdout)
     assert outcome["same"] is True
     assert outcome["units"] == 6 * 40
@@ -172,6 +188,21 @@ def test_a_killed_helper_loses_nothing(composed: Path) -> None:
         "in the run"
     )
     assert f"trajcurate: {outcome['failed']}" in result.stderr
+
+
+def test_a_helper_killed_inside_a_streamed_unit_repeats_nothing(
+    tmp_path: Path, cases_lines: list[bytes]
+) -> None:
+    """Killed after sending three bundles of a unit of many (an IM file, sent to the helper
+    directly here): the run opens the unit itself and skips the three, so each bundle comes
+    out once."""
+    corpus = tmp_path / "cases.jsonl"
+    corpus.write_bytes(b"\n".join(cases_lines[:200]) + b"\n")  # more than the pipe holds
+    outcome = orjson.loads(_script(KILLED_HELPER, str(corpus), "2", "3").stdout)
+    assert outcome["same"] is True
+    assert outcome["units"] == 2
+    assert outcome["opened_there"] == 0
+    assert outcome["failed"].startswith("read-ahead off: its helper process stopped")
 
 
 def test_read_ahead_accepts_auto_and_off_only(tmp_path: Path, composed: Path) -> None:

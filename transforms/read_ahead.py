@@ -9,16 +9,20 @@ and curates it while the helper opens the next units: reading and curation share
 
 Nothing else changes: the helper runs the same readers with the same limits, confinement
 and budgets, and the run takes the results back in the order it sent the units, so every
-bundle, reject and dead letter is the one reading in the run's own process gives. Only
-units that yield one bundle each go to the helper (a Harbor trial, a trajectory file); a
-streamed corpus (an IM JSONL file) is read where it is curated, so that its bundles are
-never all held at once. The helper runs at most `PIPE_BYTES` of results ahead (the pipe's
-capacity) plus the unit it is reading, so memory stays flat.
+bundle, reject and dead letter is the one reading in the run's own process gives. Local
+units go to the helper; a trial on an object store is read where it is curated, and so is an
+IM file: parsing IM is about as fast as unpickling the records it gives, so sending them back
+saves nothing (measured: a run over 7,850 IM records took longer with the helper). What a
+unit yields comes back one item at a time, as its reader yields it, so a unit of many
+bundles (an OpenHands `output.jsonl`) is never held whole: the helper runs at most
+`PIPE_BYTES` of results ahead (the pipe's capacity) plus the bundle it is reading, so memory
+stays flat.
 
 When the helper cannot go on (it was killed, a result could not be pickled), the units it
-still held are opened in the run's process, and so is the rest: nothing is lost, and the
-reason is printed once on stderr. `trajcurate run --read-ahead off` never starts it; nor
-does a process pinned to one CPU (`taskset`), where it could only slow the run.
+still held are opened in the run's process (one it had begun to send back, past what came
+back), and so is the rest: nothing is lost or repeated, and the reason is printed once on
+stderr. `--read-ahead off` never starts it; nor does a process pinned to one CPU
+(`taskset`), where it could only slow the run.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -52,10 +57,10 @@ __all__ = [
 ]
 
 READ_AHEAD_MODES = ("auto", "off")
-STREAMED_FORMATS = frozenset({"im"})  # one unit, many bundles: read where they are curated
+READ_IN_PLACE = frozenset({"im"})  # formats whose reading the helper would not save
 PIPE_BYTES = 1 << 20  # results the helper may send before the run takes them (Linux)
 UNITS_AHEAD = 8  # units sent to the helper before the oldest is taken back
-_OK, _FAILED = "ok", "failed"
+_MORE, _OK, _FAILED = "more", "ok", "failed"  # a unit's output, its last, the helper's end
 _HELPER: ReadAhead | None = None
 
 
@@ -87,12 +92,15 @@ class ReadAhead:
         self.pending: deque[tuple[ReadUnit, ReadLimits]] = deque()
         self.failed: str | None = None
         self.opened_there = 0  # units whose results came back from the helper
+        self.taking = False  # in the middle of a unit's results
         self._owner: object | None = None
 
     @staticmethod
     def takes(unit: ReadUnit) -> bool:
-        """Whether `unit` goes to the helper (a local unit of one bundle)."""
-        return unit.url is None and unit.format not in STREAMED_FORMATS
+        """Whether `unit` goes to the helper: a local unit that is not an IM file (one on an
+        object store is read where it is curated, and so is IM, whose parse costs about what
+        sending its records back would)."""
+        return unit.url is None and unit.format not in READ_IN_PLACE
 
     def send(self, unit: ReadUnit, limits: ReadLimits) -> None:
         self.pending.append((unit, limits))
@@ -102,20 +110,33 @@ class ReadAhead:
             except (OSError, ValueError, pickle.PicklingError) as exc:
                 self._fail(f"could not be sent a unit ({exc})")
 
-    def take(self) -> list[Any]:
-        """What opening the oldest unit sent yielded (opened here if the helper failed)."""
+    def take(self) -> Iterator[Any]:
+        """What opening the oldest unit sent yields, as it comes back; if the helper fails,
+        the unit is opened here and what already came back is skipped. Consume it whole
+        before the next `take` (`release` stops a helper left in the middle of one)."""
         unit, limits = self.pending.popleft()
-        if self.failed is None:
+        self.taking = True
+        return self._receive(unit, limits)
+
+    def _receive(self, unit: ReadUnit, limits: ReadLimits) -> Iterator[Any]:
+        received = 0
+        while self.failed is None:
             try:
-                status, value = self._results.recv()
+                status, items = self._results.recv()
             except (EOFError, OSError) as exc:
                 self._fail(f"stopped ({_exit_text(self._process.exitcode) or exc})")
-            else:
-                if status == _OK:
-                    self.opened_there += 1
-                    return list(value)
-                self._fail(str(value))
-        return open_here(unit, limits)
+                break
+            if status == _FAILED:
+                self._fail(str(items))
+                break
+            received += len(items)
+            yield from items
+            if status == _OK:
+                self.opened_there += 1
+                break
+        if self.failed is not None:
+            yield from islice(_open_unit(unit, limits), received, None)
+        self.taking = False
 
     def push(self, unit: ReadUnit, limits: ReadLimits) -> Iterator[Iterable[Any]]:
         """What opening each unit yields, in the order the units came, as soon as it is
@@ -130,7 +151,7 @@ class ReadAhead:
         while len(self.pending) > UNITS_AHEAD:
             yield self.take()
 
-    def drain(self) -> Iterator[list[Any]]:
+    def drain(self) -> Iterator[Iterator[Any]]:
         while self.pending:
             yield self.take()
 
@@ -171,8 +192,14 @@ def _open_unit(unit: ReadUnit, limits: ReadLimits) -> Iterator[Any]:
     return open_unit(unit, limits)
 
 
-def open_here(unit: ReadUnit, limits: ReadLimits) -> list[Any]:
-    return list(_open_unit(unit, limits))
+def _messages(items: Iterator[Any]) -> Iterator[tuple[str, list[Any]]]:
+    """A unit's outputs one message each as they come, the last marked the unit's end."""
+    previous: list[Any] = []
+    for item in items:
+        if previous:
+            yield _MORE, previous
+        previous = [item]
+    yield _OK, previous
 
 
 def _serve(requests: Connection, results: Connection, run_ends: tuple[Connection, ...]) -> None:
@@ -186,14 +213,20 @@ def _serve(requests: Connection, results: Connection, run_ends: tuple[Connection
             unit, limits = requests.recv()
         except (EOFError, OSError):
             return
-        try:
-            payload = pickle.dumps((_OK, open_here(unit, limits)), pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:  # open_unit routes what readers raise: this is pickling
-            payload = pickle.dumps((_FAILED, f"could not send a result back ({exc!r})"))
-        try:
-            results.send_bytes(payload)
-        except OSError:
-            return
+        for status, items in _messages(_open_unit(unit, limits)):
+            try:
+                payload = pickle.dumps((status, items), pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # open_unit routes what readers raise: this is pickling
+                status, payload = (
+                    _FAILED,
+                    pickle.dumps((_FAILED, f"could not send a result back ({exc!r})")),
+                )
+            try:
+                results.send_bytes(payload)
+            except OSError:
+                return
+            if status == _FAILED:
+                return
 
 
 def start(mode: str = "auto") -> ReadAhead | None:
@@ -224,7 +257,7 @@ def release(owner: object) -> None:
     if helper is None or helper._owner is not owner:
         return
     helper._owner = None
-    if helper.pending and helper.failed is None:
+    if (helper.pending or helper.taking) and helper.failed is None:
         helper.failed = "left with units its owner did not take back"
         helper.close()
 
@@ -254,4 +287,5 @@ def helper_for(mode: str) -> Iterator[None]:
 def opened_line() -> str:
     """The summary's line of what this run's helper opened ("" if it opened nothing)."""
     opened = units_opened()
-    return f"read-ahead: {opened} units opened in a helper process" if opened else ""
+    units = "unit" if opened == 1 else "units"
+    return f"read-ahead: {opened} {units} opened in a helper process" if opened else ""
