@@ -12,9 +12,11 @@ from pathlib import Path
 
 # Run the command, and print its exit code and peak RSS in KiB: the larger of its largest
 # process's own peak and the peak of its processes' summed RSS, sampled every 0.1 s (a run
-# with a read-ahead helper or worker processes is charged for all of them).
+# with a read-ahead helper or worker processes is charged for all of them). The wait between
+# samples ends the moment the command exits (its pidfd turns readable), so the wall time
+# measured around this wrapper does not take up to a sample's interval more.
 _PEAK_OF_CHILD = """
-import os, resource, subprocess, sys, time
+import os, resource, select, subprocess, sys
 
 def tree(pid):
     pids = [pid]
@@ -35,10 +37,11 @@ def rss_kib(pid):
         return 0
 
 run = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+exited = os.pidfd_open(run.pid)
 summed = 0
 while run.poll() is None:
     summed = max(summed, sum(rss_kib(pid) for pid in tree(run.pid)))
-    time.sleep(0.1)
+    select.select([exited], [], [], 0.1)
 own = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(run.returncode, max(own, summed))
 """
