@@ -137,7 +137,6 @@ def convert(args: argparse.Namespace, stderr: TextIO) -> ConvertStats:
             stderr=stderr,
             label=PROG,
             by_unit=True,
-            read_ahead=values.get("read_ahead") == "auto",
         )
         stats.counts = loop.run([str(p) for p in args.inputs], args.input_format)
     return stats

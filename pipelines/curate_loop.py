@@ -87,11 +87,10 @@ class CurationLoop:
         stderr: TextIO | None = None,
         label: str = "trajcurate",
         by_unit: bool = False,
-        read_ahead: bool = False,
     ) -> None:
         """Inputs are detected first, then opened. `by_unit`: progress counts read units out
         of their total (with a bar and ETA); else it counts bundles (one IM file holds many).
-        `read_ahead`: units are opened by this process's read-ahead helper, if it has one
+        Units are opened by this process's read-ahead helper if the command started one
         (`transforms/read_ahead.py`), in the same order."""
         self.stages = [*stages_before_judge(settings), *stages_after_judge(settings)]
         self.limits = limits
@@ -102,7 +101,6 @@ class CurationLoop:
         self.counts = LoopCounts()
         self.label = label
         self.by_unit = by_unit
-        self.read_ahead = read_ahead
         self.progress: Progress | None = None
         self._dropped = 0
 
@@ -112,7 +110,7 @@ class CurationLoop:
             total = len(units) if self.by_unit else None
             unit_name = "units" if self.by_unit else "records"
             self.progress = Progress(self.stderr, self.label, 1000, total=total, unit=unit_name)
-        helper = read_ahead.claim(self) if self.read_ahead else None
+        helper = read_ahead.claim(self)
         try:
             for done, items in enumerate(self._opened(units, helper), 1):
                 self._count("open.in")

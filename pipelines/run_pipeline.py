@@ -103,7 +103,6 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
             limits,
             config.progress,
             local_processes(pipeline.options),
-            read_ahead=config.read_ahead == "auto",  # used where this process has a helper
         ),
         *total,
         read=True,

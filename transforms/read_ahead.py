@@ -52,7 +52,6 @@ __all__ = [
     "release",
     "start",
     "stop",
-    "units_opened",
     "usable_cores",
 ]
 
@@ -213,20 +212,23 @@ def _serve(requests: Connection, results: Connection, run_ends: tuple[Connection
             unit, limits = requests.recv()
         except (EOFError, OSError):
             return
-        for status, items in _messages(_open_unit(unit, limits)):
+        for message in _messages(_open_unit(unit, limits)):
             try:
-                payload = pickle.dumps((status, items), pickle.HIGHEST_PROTOCOL)
+                payload = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
             except Exception as exc:  # open_unit routes what readers raise: this is pickling
-                status, payload = (
-                    _FAILED,
-                    pickle.dumps((_FAILED, f"could not send a result back ({exc!r})")),
-                )
-            try:
-                results.send_bytes(payload)
-            except OSError:
+                _send(results, pickle.dumps((_FAILED, f"could not send a result back ({exc!r})")))
+                return  # the run reads the rest itself
+            if not _send(results, payload):
                 return
-            if status == _FAILED:
-                return
+
+
+def _send(results: Connection, payload: bytes) -> bool:
+    """Send `payload`; False when the run has closed its end."""
+    try:
+        results.send_bytes(payload)
+    except OSError:
+        return False
+    return True
 
 
 def start(mode: str = "auto") -> ReadAhead | None:
@@ -262,11 +264,6 @@ def release(owner: object) -> None:
         helper.close()
 
 
-def units_opened() -> int:
-    """How many units this run's helper opened (0 without one)."""
-    return 0 if _HELPER is None else _HELPER.opened_there
-
-
 def stop() -> None:
     global _HELPER
     helper, _HELPER = _HELPER, None
@@ -286,6 +283,7 @@ def helper_for(mode: str) -> Iterator[None]:
 
 def opened_line() -> str:
     """The summary's line of what this run's helper opened ("" if it opened nothing)."""
-    opened = units_opened()
-    units = "unit" if opened == 1 else "units"
-    return f"read-ahead: {opened} {units} opened in a helper process" if opened else ""
+    opened = 0 if _HELPER is None else _HELPER.opened_there
+    if not opened:
+        return ""
+    return f"read-ahead: {opened} unit{'' if opened == 1 else 's'} opened in a helper process"

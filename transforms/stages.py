@@ -111,22 +111,21 @@ class OpenUnits(_Counting):
     a progress line on stderr on long runs: units opened out of `total` (a side input:
     every unit detected) with rate and ETA; when `processes` > 1 share the units, each
     prints plain lines of its own count and rate, named by its process id (a share of the
-    total would read as a run stopped half-way). With `read_ahead`, a bundle hands the units
-    it can to this process's read-ahead helper, if it has one (`transforms/read_ahead.py`),
-    and takes their bundles back, in order, `UNITS_AHEAD` units later, the last at its end."""
+    total would read as a run stopped half-way). If this process has a read-ahead helper
+    (`transforms/read_ahead.py`: the command starts one only where it pays), a bundle hands
+    it the units it takes and takes their bundles back, in order, `UNITS_AHEAD` units later,
+    the last at its end."""
 
     def __init__(
         self,
         limits: ReadLimits,
         progress: bool = False,
         processes: int = 1,
-        read_ahead: bool = False,
     ) -> None:
         super().__init__()
         self.limits = limits
         self.progress = progress
         self.processes = processes
-        self.read_ahead = read_ahead  # use this process's read-ahead helper, if it has one
         self._progress: Progress | None = None
         self._opened = 0
         self._ahead: ReadAhead | None = None
@@ -134,7 +133,7 @@ class OpenUnits(_Counting):
 
     def start_bundle(self) -> None:
         super().start_bundle()
-        self._ahead = read_ahead.claim(self) if self.read_ahead else None
+        self._ahead = read_ahead.claim(self)
 
     def process(self, unit: ReadUnit, total: int | None = None) -> Iterator[Any]:
         self._total = total
