@@ -26,7 +26,7 @@ $(DATASETS4_STAMP):
 
 # Sources compiled in place by setup.py (mypyc, C): a change to one rebuilds them.
 NATIVE_SOURCES := setup.py scorers/im_check.py scorers/im_validity.py scorers/tqs_v2/_speedups.c \
-	transforms/redaction/_survey.c \
+	transforms/redaction/_survey.c transforms/sinks/_conform.c \
 	$(filter-out scorers/tqs_v2/__init__.py,$(wildcard scorers/tqs_v2/*.py)) \
 	transforms/readers/atif_claude.py transforms/readers/atif_files.py \
 	transforms/readers/atif_messages.py transforms/readers/atif_schema.py \

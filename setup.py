@@ -2,8 +2,9 @@
 
 The TQS V2 scorer's modules, the IM fast check and the trainable rules, the ATIF conversion
 and message building the readers share, cleaning and schema conforming are compiled with
-mypyc; the character-entropy counter and the survey that tells redaction and cleaning which
-records they can skip (`transforms/redaction/_survey.c`) are small C extensions: together
+mypyc; the character-entropy counter, the survey that tells redaction and cleaning which
+records they can skip (`transforms/redaction/_survey.c`) and the conforming of messages and
+tools of the usual shape (`transforms/sinks/_conform.c`) are small C extensions: together
 they make `trajcurate score` several times faster and reading a trial ~15% faster. The
 Python sources stay the single source of truth and run unchanged when no compiled module is
 present: set TRAJCURATE_PURE_PYTHON=1 to install without a C compiler (`scorers/__init__.py`
@@ -63,10 +64,15 @@ def native_extensions() -> list[Extension]:
         ["transforms/redaction/_survey.c"],
         extra_compile_args=["-O2"],
     )
+    conform = Extension(
+        "transforms.sinks._conform",
+        ["transforms/sinks/_conform.c"],
+        extra_compile_args=["-O2"],
+    )
     compiled: list[Extension] = mypycify(
         COMPILED_MODULES, opt_level="3", group_name="scorers._native"
     )
-    return [entropy, survey, *compiled]
+    return [entropy, survey, conform, *compiled]
 
 
 setup(ext_modules=native_extensions())

@@ -16,6 +16,7 @@ import scorers
 from scorers import im_validity
 from scorers.tqs_v2 import score, speedups
 from transforms.redaction import survey
+from transforms.sinks import schema
 
 PURE_PYTHON = os.environ.get("TRAJCURATE_PURE_PYTHON") == "1"
 # Latin-1 strings take the C table path; wider ones (BMP, astral) the sort path.
@@ -82,6 +83,7 @@ def test_compiled_modules_are_in_use() -> None:
     # A silently uncompiled install would score several times slower.
     assert speedups.NATIVE
     assert survey.NATIVE  # redaction and cleaning would walk every record in Python
+    assert schema.NATIVE_FAST_PATHS is not None  # messages conformed in C
     assert not score.__file__.endswith(".py"), score.__file__
     assert not im_validity.__file__.endswith(".py"), im_validity.__file__
 

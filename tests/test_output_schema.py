@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipelines.cli import main
 from pipelines.config import RUN_OPTIONS
@@ -359,6 +361,69 @@ def test_the_fast_paths_conform_as_the_general_way(monkeypatch: pytest.MonkeyPat
     assert fast == general
     weighted = len(record["messages"]) - 3  # the odd shapes went the general way
     assert f"messages[{weighted}].weight".encode() in fast
+
+
+def _shapes(names: tuple[str, ...]) -> st.SearchStrategy[Any]:
+    """Dicts with some of `names` (and now and then a key the schema does not know), of
+    every value type a JSON record can hold there."""
+    scalars = st.one_of(st.none(), st.text(max_size=3), st.integers(), st.booleans())
+    values = st.one_of(scalars, st.lists(scalars, max_size=2), st.dictionaries(st.text(), scalars))
+    keys = st.sampled_from((*names, "weight"))
+    return st.one_of(st.dictionaries(keys, values, max_size=len(names) + 1), scalars)
+
+
+CALLS = st.lists(
+    st.fixed_dictionaries(
+        {"id": st.text(max_size=2), "type": st.just("function")},
+        optional={"function": _shapes(("name", "arguments")), "index": st.integers()},
+    ),
+    max_size=3,
+)
+MESSAGES = st.one_of(
+    _shapes(("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")),
+    st.fixed_dictionaries(
+        {"role": st.just("assistant"), "content": st.text(max_size=2), "tool_calls": CALLS}
+    ),
+)
+TOOLS = st.one_of(
+    _shapes(("type", "function")),
+    st.fixed_dictionaries(
+        {"type": st.text(max_size=2), "function": _shapes(("name", "description", "parameters"))}
+    ),
+)
+
+
+@pytest.mark.skipif(schema.NATIVE_FAST_PATHS is None, reason="C conform extension not built")
+@settings(max_examples=400)
+@given(message=MESSAGES, tool=TOOLS)
+def test_the_c_fast_paths_equal_the_python_ones(message: Any, tool: Any) -> None:
+    """`_conform.c` gives what `schema._message` / `schema._tool` give, key order included:
+    the conformed dict, or None for a shape the general way has to take."""
+    assert schema.NATIVE_FAST_PATHS is not None
+    native_message, native_tool = schema.NATIVE_FAST_PATHS
+    for native, python, value in (
+        (native_message, schema._message, message),
+        (native_tool, schema._tool, tool),
+    ):
+        expected = python(value) if type(value) is dict else None
+        got = native(value)
+        assert got == expected
+        assert orjson.dumps(got) == orjson.dumps(expected)
+
+
+@pytest.mark.skipif(schema.NATIVE_FAST_PATHS is None, reason="C conform extension not built")
+def test_the_c_fast_paths_on_the_odd_shapes() -> None:
+    assert schema.NATIVE_FAST_PATHS is not None
+    native_message, native_tool = schema.NATIVE_FAST_PATHS
+    for native, python, values in (
+        (native_message, schema._message, ODD_MESSAGES),
+        (native_tool, schema._tool, ODD_TOOLS),
+    ):
+        for value in values:
+            expected = python(value) if type(value) is dict else None
+            assert orjson.dumps(native(value)) == orjson.dumps(expected), value
+    fitting = native_message({"content": "c", "role": "user", "name": None})
+    assert list(fitting) == [f.name for f in schema.MESSAGE.fields]
 
 
 def test_im_output_read_back_as_input_gives_the_same_records(outputs: Path, tmp_path: Path) -> None:

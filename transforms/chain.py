@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -64,10 +64,14 @@ class Stage:
     name: str
     check: Check | None = None
     transform: Transform | None = None
+    # its counters' names (`<stage>.in`, `.kept`, `.rejected`, `.dead_letter`), made once
+    counters: tuple[str, str, str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.check is None) == (self.transform is None):
             raise ValueError(f"stage {self.name!r}: give a check or a transform")
+        names = tuple(f"{self.name}.{kind}" for kind in ("in", "kept", REJECTED, DEAD_LETTER))
+        object.__setattr__(self, "counters", names)
 
 
 def job_of(item: Mapping[str, Any]) -> str:
@@ -128,20 +132,21 @@ def rejected(stage: str, bundle: Mapping[str, Any], reason: str) -> Drop:
 def run_stages(bundle: Bundle, stages: Iterable[Stage], count: Count) -> Bundle | Drop:
     """Run `bundle` through `stages`; the bundle that comes out, or why it did not."""
     for stage in stages:
-        count(f"{stage.name}.in")
+        counted_in, kept, rejects, dead = stage.counters
+        count(counted_in)
         try:
             if stage.check is not None:
                 reason = stage.check(bundle)
                 if reason is not None:
-                    count(f"{stage.name}.rejected")
+                    count(rejects)
                     return rejected(stage.name, bundle, reason)
             else:
                 assert stage.transform is not None
                 bundle = stage.transform(bundle)
         except Exception as exc:  # one bad bundle must never stop a run
-            count(f"{stage.name}.dead_letter")
+            count(dead)
             return Drop(DEAD_LETTER, dead_letter_record(stage.name, bundle, exc))
-        count(f"{stage.name}.kept")
+        count(kept)
     return bundle
 
 

@@ -258,14 +258,15 @@ def redact_bundle(bundle: Mapping[str, Any], mode: str) -> Counter[str]:
         bits = SECRET | CLEAN
         if isinstance(record, dict):
             found, bits = _redact_surveyed(record)
-            counts += found
+            counts.update(found)
         surveyed.append(not bits & CLEAN)
-    changed: Counter[str] = Counter()
+    changed = False
     for field in ("metadata", "usage", "warnings"):
         value = bundle.get(field)
         if isinstance(value, dict | list):
-            changed += redact_object(value)
-    counts += changed
+            found = redact_object(value)
+            changed = changed or bool(found)
+            counts.update(found)
     if isinstance(bundle, dict) and isinstance(records, list) and not changed:
         bundle[SURVEYED] = surveyed
     return counts

@@ -134,12 +134,7 @@ def _nameless_call_warnings(records: list[dict[str, Any]]) -> list[str]:
     """One warning per record that has tool calls with an empty function name."""
     warnings = []
     for number, record in enumerate(records, 1):
-        nameless = sum(
-            1
-            for message in record.get("messages") or []
-            for call in message.get("tool_calls") or []
-            if not ((call.get("function") or {}).get("name"))
-        )
+        nameless = _nameless_calls(record.get("messages") or [])
         if nameless:
             agent = record["meta_info"]["unique_info"].get("_agent_type", "main")
             warnings.append(
@@ -147,6 +142,20 @@ def _nameless_call_warnings(records: list[dict[str, Any]]) -> list[str]:
                 "(the log's calls are not in a shape the reader knows)"
             )
     return warnings
+
+
+def _nameless_calls(messages: list[dict[str, Any]]) -> int:
+    """How many tool calls of `messages` have an empty or missing function name (a loop
+    that passes over the messages without calls: most of them)."""
+    nameless = 0
+    for message in messages:
+        calls = message.get("tool_calls")
+        if not calls:
+            continue
+        for call in calls:
+            if not (call.get("function") or {}).get("name"):
+                nameless += 1
+    return nameless
 
 
 def main_record(bundle: Bundle) -> dict[str, Any] | None:
