@@ -20,15 +20,18 @@ static const char *const KEY_TEXT[KEYS] = {
 };
 static PyObject *KEY[KEYS]; /* interned */
 
-/* Look up `count` keys of `dict` into `out` (borrowed, NULL when absent); 1 when the dict
- * has no other key, 0 when it has, -1 on error. Keys are distinct, so as many found as the
- * dict holds means every key of the dict is one of them. */
+/* Whether `value` is a dict with no key but `keys`, looking those up into `out` (borrowed,
+ * NULL when absent): 1 yes, 0 no (not a dict, another key), -1 on error. Keys are distinct,
+ * so as many found as the dict holds means every key of the dict is one of them. */
 static int
-only_keys(PyObject *dict, const int *keys, int count, PyObject **out)
+shaped(PyObject *value, const int *keys, int count, PyObject **out)
 {
+    if (value == NULL || !PyDict_CheckExact(value)) {
+        return 0;
+    }
     Py_ssize_t found = 0;
     for (int k = 0; k < count; k++) {
-        out[k] = PyDict_GetItemWithError(dict, KEY[keys[k]]);
+        out[k] = PyDict_GetItemWithError(value, KEY[keys[k]]);
         if (out[k] != NULL) {
             found++;
         }
@@ -36,7 +39,14 @@ only_keys(PyObject *dict, const int *keys, int count, PyObject **out)
             return -1;
         }
     }
-    return found == PyDict_GET_SIZE(dict);
+    return found == PyDict_GET_SIZE(value);
+}
+
+/* What a fast path returns for a value `shaped` did not accept: NULL on error, else None. */
+static PyObject *
+not_shaped(int fits)
+{
+    return fits < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 static int
@@ -75,19 +85,12 @@ tool_call(PyObject *call)
     static const int CALL_KEYS[] = {ID, TYPE, FUNCTION};
     static const int FUNCTION_KEYS[] = {NAME, ARGUMENTS};
     PyObject *item[3], *function[2];
-    if (!PyDict_CheckExact(call)) {
-        Py_RETURN_NONE;
+    int fits = shaped(call, CALL_KEYS, 3, item);
+    if (fits > 0) {
+        fits = shaped(item[2], FUNCTION_KEYS, 2, function);
     }
-    int fits = only_keys(call, CALL_KEYS, 3, item);
     if (fits <= 0) {
-        return fits < 0 ? NULL : Py_NewRef(Py_None);
-    }
-    if (item[2] == NULL || !PyDict_CheckExact(item[2])) {
-        Py_RETURN_NONE;
-    }
-    fits = only_keys(item[2], FUNCTION_KEYS, 2, function);
-    if (fits <= 0) {
-        return fits < 0 ? NULL : Py_NewRef(Py_None);
+        return not_shaped(fits);
     }
     if (!(is_str(item[0]) && is_str(item[1]) && is_str(function[0]) && is_str(function[1]))) {
         Py_RETURN_NONE;
@@ -128,12 +131,9 @@ message(PyObject *module, PyObject *value)
     static const int MESSAGE_KEYS[] = {ROLE, CONTENT, REASONING, TOOL_CALLS, TOOL_CALL_ID, NAME};
     PyObject *item[6];
     (void)module;
-    if (!PyDict_CheckExact(value)) {
-        Py_RETURN_NONE;
-    }
-    int fits = only_keys(value, MESSAGE_KEYS, 6, item);
+    int fits = shaped(value, MESSAGE_KEYS, 6, item);
     if (fits <= 0) {
-        return fits < 0 ? NULL : Py_NewRef(Py_None);
+        return not_shaped(fits);
     }
     if (!(is_str(item[0]) && is_str(item[1]) && is_str_or_none(item[2]) &&
           is_str_or_none(item[4]) && is_str_or_none(item[5]))) {
@@ -162,19 +162,12 @@ tool(PyObject *module, PyObject *value)
     static const int FUNCTION_KEYS[] = {NAME, DESCRIPTION, PARAMETERS};
     PyObject *item[2], *function[3];
     (void)module;
-    if (!PyDict_CheckExact(value)) {
-        Py_RETURN_NONE;
+    int fits = shaped(value, TOOL_KEYS, 2, item);
+    if (fits > 0) {
+        fits = shaped(item[1], FUNCTION_KEYS, 3, function);
     }
-    int fits = only_keys(value, TOOL_KEYS, 2, item);
     if (fits <= 0) {
-        return fits < 0 ? NULL : Py_NewRef(Py_None);
-    }
-    if (item[1] == NULL || !PyDict_CheckExact(item[1])) {
-        Py_RETURN_NONE;
-    }
-    fits = only_keys(item[1], FUNCTION_KEYS, 3, function);
-    if (fits <= 0) {
-        return fits < 0 ? NULL : Py_NewRef(Py_None);
+        return not_shaped(fits);
     }
     if (!(is_str(item[0]) && is_str(function[0]) && is_str_or_none(function[1]))) {
         Py_RETURN_NONE;
