@@ -6,7 +6,8 @@
  * becomes a new dict with the schema's keys in the schema's order, values kept as the same
  * objects; anything else gives None, and the caller conforms it the general way. So a None
  * is never wrong, only slower (tests/test_output_schema.py compares the two on odd shapes).
- * Most of a record is messages: this turns about a microsecond per message into a fifth. */
+ * Most of a record is messages: this takes about 0.2 us a message where the compiled Python
+ * takes 0.5 us. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -65,7 +66,11 @@ is_str_or_none(PyObject *value)
 static PyObject *
 ordered(const int *keys, PyObject *const *values, int count)
 {
+#if PY_VERSION_HEX < 0x030D0000
     PyObject *out = _PyDict_NewPresized(count); /* no resize on the way (6 keys would) */
+#else
+    PyObject *out = PyDict_New(); /* the presized constructor is internal from 3.13 on */
+#endif
     if (out == NULL) {
         return NULL;
     }
