@@ -66,11 +66,12 @@ def iter_handle_lines(
     number = 0
     while line := handle.readline(max_line_bytes + 2):
         number += 1
-        if len(line.rstrip(b"\r\n")) > max_line_bytes:
+        line = line.rstrip(b"\r\n")  # one copy of a long line, not one per use
+        if len(line) > max_line_bytes:
             raise LineTooLong(number, max_line_bytes)
         if number == 1 and line.startswith(_BOM):
             line = line[len(_BOM) :]
-        yield number, line.rstrip(b"\r\n")
+        yield number, line
 
 
 def is_blank(raw: bytes) -> bool:
