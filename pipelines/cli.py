@@ -11,12 +11,15 @@ outputs.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
+import os
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "entry", "exit_without_teardown", "main"]
 
 # Subcommand name -> module with `add_parser(subcommands)`, in `--help` order.
 COMMANDS = {
@@ -70,5 +73,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def entry() -> NoReturn:
+    """The `trajcurate` command (and `python -m pipelines.cli`): `main`, then out."""
+    exit_without_teardown(main())
+
+
+def exit_without_teardown(code: int) -> NoReturn:
+    """End the process with `code` as `sys.exit` would, minus the interpreter's teardown.
+
+    Every output is closed and published before `main` returns; what Python would still do
+    is free each module and object of a process about to end, which after a pipeline run
+    (Beam, protobuf, gRPC loaded) takes 0.1-0.15 s. So the standard streams are flushed and
+    the exit handlers run (logging, multiprocessing's children), then the process ends. When
+    a non-daemon thread still runs (Python would wait for it) or a stream cannot be flushed
+    (a closed pipe, which Python reports), it exits the usual way.
+    """
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    if any(t.is_alive() and not t.daemon for t in others) or not _flushed():
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    _flushed()
+    os._exit(code)
+
+
+def _flushed() -> bool:
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe, a closed stream
+        return False
+    return True
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

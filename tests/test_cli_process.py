@@ -95,3 +95,47 @@ def test_real_scorer_in_process_on_the_whole_reference_file(
     err_lines = capsys.readouterr().err.splitlines()
     assert all(line.startswith("trajcurate score: ") for line in err_lines)  # progress only
     _assert_scores_match([orjson.loads(line) for line in out.read_bytes().splitlines()], cases)
+
+
+# `exit_without_teardown`: what the `trajcurate` script ends with.
+_EXIT_PROGRAM = """
+import atexit, sys, threading, time
+from pipelines.cli import exit_without_teardown
+
+class Noisy:
+    def __del__(self):
+        sys.stderr.write("torn down\\n")
+
+kept = Noisy()  # a module global: only the interpreter's teardown deletes it
+atexit.register(lambda: open(sys.argv[1], "w").write("exit handlers ran"))
+print("x" * 200_000, end="")
+sys.stderr.write("last words\\n")
+if sys.argv[2] == "thread":
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread done", end=""))).start()
+exit_without_teardown(3)
+"""
+
+
+def test_the_process_ends_without_teardown_and_loses_no_output(tmp_path: Path) -> None:
+    marker = tmp_path / "atexit.txt"
+    result = _run(sys.executable, "-c", _EXIT_PROGRAM, str(marker), "alone")
+    assert result.returncode == 3
+    assert result.stdout == "x" * 200_000  # flushed through the pipe before the end
+    assert result.stderr == "last words\n"  # no teardown: the global's __del__ never ran
+    assert marker.read_text() == "exit handlers ran"
+
+
+def test_a_thread_still_running_is_waited_for_as_python_does(tmp_path: Path) -> None:
+    marker = tmp_path / "atexit.txt"
+    result = _run(sys.executable, "-c", _EXIT_PROGRAM, str(marker), "thread")
+    assert result.returncode == 3
+    assert result.stdout.endswith("thread done")
+    assert "torn down" in result.stderr  # the usual exit, teardown included
+    assert marker.read_text() == "exit handlers ran"
+
+
+def test_the_trajcurate_script_is_the_entry_that_exits_so() -> None:
+    script = Path(sys.executable).with_name("trajcurate")
+    if not script.exists():
+        pytest.skip("no installed trajcurate script")
+    assert "from pipelines.cli import entry" in script.read_text()
