@@ -31,7 +31,10 @@ def option_strings(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def unknown_beam_args(args: Sequence[str]) -> list[str]:
-    """The arguments that are neither an option of Beam nor the value of one."""
+    """The arguments that are neither an option of Beam nor the value of one (none given:
+    none, without importing Beam, which the run then imports while its helper reads)."""
+    if not args:
+        return []
     from pipelines.runner import register_dask_options
 
     register_dask_options(args)  # `--dask_client_address` is known once Dask is asked for
