@@ -67,6 +67,7 @@ def _run(args: argparse.Namespace) -> int:
         if unknown := unknown_beam_args(beam_args):
             raise ConfigError(unknown_argument_error(unknown, args.own_options))
         config = config_from_args(args, beam_args)
+        _plan_reading(config)
         check_cloud_paths(config)
         if _dry_run_requested(config):  # translation only: no store is listed, probed, locked
             return translate(config)
@@ -80,6 +81,18 @@ def _run(args: argparse.Namespace) -> int:
     except (ConfigError, OutputError) as exc:
         print(f"{PROG}: error: {escaped(str(exc))}", file=sys.stderr)
         return 2
+
+
+def _plan_reading(config: RunConfig) -> None:
+    """The read-ahead helper (if there is one) is told which trials the run will open, in
+    the order the pipeline opens them, and opens them while this process checks the options,
+    imports Beam and builds the pipeline (`read_ahead.plan`). Not for a dry run, which
+    reads nothing (told here from its flag: Beam's parser is not imported yet)."""
+    dry_run = any(arg.startswith("--dry_run") for arg in config.beam_args)
+    if config.read_ahead != "auto" or dry_run:
+        return
+    limits, chain = config.read_limits(), config.chain_settings()
+    read_ahead.plan(sorted(config.inputs), config.input_format, limits, chain)
 
 
 def _reads_ahead(config: RunConfig, pipeline: Any) -> bool:

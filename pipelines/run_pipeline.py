@@ -103,6 +103,7 @@ def build(pipeline: beam.Pipeline, config: RunConfig, output: str | None = None)
             limits,
             config.progress,
             local_processes(pipeline.options),
+            settings,
         ),
         *total,
         read=True,

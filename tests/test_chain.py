@@ -21,14 +21,19 @@ from transforms.bundle_steps import clean_bundle, mask_secrets
 from transforms.chain import (
     DEAD_LETTER,
     REJECTED,
+    STAGES_DONE,
+    Begun,
     ChainSettings,
     Drop,
     Stage,
     accounting,
+    begin,
     clean_after_survey,
+    read_counts,
     run_stages,
     stage_names,
     stages_before_judge,
+    stages_where_read,
 )
 from transforms.cleaning import MAX_DEPTH, SURVEYED, TooDeep, clean_record, clean_text
 from transforms.diagnose_step import DiagnoseSettings
@@ -82,6 +87,51 @@ def test_a_stage_is_a_check_or_a_transform() -> None:
 )
 def test_stage_order(redact: str, names: list[str]) -> None:
     assert stage_names(ChainSettings(redact=redact)) == names
+
+
+@pytest.mark.parametrize(
+    ("redact", "names"),
+    [
+        ("mask", ["read", "validate", "redact"]),
+        ("drop", ["read", "validate", "redact"]),
+        ("off", ["read", "validate"]),
+    ],
+)
+def test_the_read_ahead_helper_runs_the_first_stages_up_to_redaction(
+    redact: str, names: list[str]
+) -> None:
+    assert [stage.name for stage in stages_where_read(ChainSettings(redact=redact))] == names
+
+
+def test_a_bundle_begun_where_it_was_read_goes_on_from_the_next_stage() -> None:
+    ran: list[str] = []
+
+    def stage(name: str) -> Stage:
+        return Stage(name, transform=lambda b: ran.append(name) or b)
+
+    stages = [stage("first"), stage("second"), stage("third")]
+    bundle = {**_bundle(), "records": []}
+    begun = begin(bundle, stages[:2])
+    assert isinstance(begun, Begun)
+    assert (begun.job, begun.read) == ("j", read_counts(_bundle(records=[])))
+    assert begun.counts == {"first.in": 1, "first.kept": 1, "second.in": 1, "second.kept": 1}
+    assert begun.item is bundle and bundle[STAGES_DONE] == 2
+    counts: Counter[str] = Counter()
+    assert run_stages(bundle, stages, lambda name: counts.update([name])) is bundle
+    assert ran == ["first", "second", "third"]
+    assert STAGES_DONE not in bundle
+    assert counts == Counter({"third.in": 1, "third.kept": 1})
+
+
+def test_a_bundle_rejected_where_it_was_read_comes_back_as_its_drop() -> None:
+    stages = [Stage("read", check=lambda b: "over --max-record-mb")]
+    begun = begin(_bundle(records=[]), stages)
+    assert isinstance(begun, Begun) and isinstance(begun.item, Drop)
+    assert begun.item.record["stage"] == "read"
+    assert begun.item.record["reason"] == "over --max-record-mb"
+    assert begun.counts == {"read.in": 1, "read.rejected": 1}
+    drop = Drop(REJECTED, {"stage": "open"})
+    assert begin(drop, stages) is drop
 
 
 def test_accounting_counts_inputs_lost_before_they_became_bundles() -> None:

@@ -62,6 +62,11 @@ def test_read_ahead_writes_what_reading_in_the_run_writes(
     here = _run([composed, synth_jobs], tmp_path / "here", "--read-ahead", "off", *progress)
 
     manifest = json.loads((tmp_path / "ahead" / "manifest.json").read_text())
+    # the helper also ran the first stages (read, validate, redact): their counters too
+    # come out as a run reading in place counts them
+    in_place = json.loads((tmp_path / "here" / "manifest.json").read_text())
+    assert manifest["beam_metrics"] == in_place["beam_metrics"]
+    assert manifest["beam_metrics"]["redact.in"] > 0
     opened = manifest["beam_metrics"]["open.in"]
     assert _read_ahead_line(ahead) == f"read-ahead: {opened} units opened in a helper process"
     assert _read_ahead_line(here) is None
@@ -218,6 +223,36 @@ def test_read_ahead_accepts_auto_and_off_only(tmp_path: Path, composed: Path) ->
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert "--read-ahead" in result.stderr and "'auto', 'off'" in result.stderr
+
+
+OUT_OF_PLAN = """
+import json, sys
+from transforms import read_ahead
+from transforms.chain import Begun, ChainSettings, Drop
+from transforms.intake import detect_units, open_unit
+from transforms.readers.confined import DEFAULT_LIMITS
+
+helper = read_ahead.start()
+chain = ChainSettings(instance_status="all")
+units = [u for u in detect_units(sys.argv[1], None, DEFAULT_LIMITS) if not isinstance(u, Drop)]
+read_ahead.plan([sys.argv[1]], None, DEFAULT_LIMITS, chain)
+asked = [*units[:2], *reversed(units[2:])]  # the plan's order, then out of it
+for unit in asked:
+    helper.send(unit, DEFAULT_LIMITS, chain)
+taken = [list(helper.take()) for _ in asked]
+bundles = [[item.item if isinstance(item, Begun) else item for item in got] for got in taken]
+expected = [list(open_unit(unit, DEFAULT_LIMITS)) for unit in asked]
+same = [[b["instance_id"] for b in got] == [b["instance_id"] for b in want]
+        for got, want in zip(bundles, expected)]
+print(json.dumps({"same": same, "begun": all(isinstance(i, Begun) for t in taken for i in t)}))
+"""
+
+
+def test_units_asked_for_out_of_plan_come_back_as_asked(composed: Path) -> None:
+    """The helper plans the job's six trials; the run asks for two in order, then the rest
+    reversed: each comes back as the unit asked for, through the first stages."""
+    outcome = orjson.loads(_script(OUT_OF_PLAN, str(composed)).stdout)
+    assert outcome == {"same": [True] * 6, "begun": True}
 
 
 LEFT_PENDING = """

@@ -29,7 +29,7 @@ into many (or batch them), but they route their drops through the same records.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -129,9 +129,15 @@ def rejected(stage: str, bundle: Mapping[str, Any], reason: str) -> Drop:
     return Drop(REJECTED, record, steps.decided_row(bundle, "rejected", record["reason"]))
 
 
-def run_stages(bundle: Bundle, stages: Iterable[Stage], count: Count) -> Bundle | Drop:
-    """Run `bundle` through `stages`; the bundle that comes out, or why it did not."""
-    for stage in stages:
+STAGES_DONE = "stages_done"  # how many of the chain's first stages a bundle has been through
+
+
+def run_stages(bundle: Bundle, stages: Sequence[Stage], count: Count) -> Bundle | Drop:
+    """Run `bundle` through `stages`; the bundle that comes out, or why it did not. A bundle
+    that has been through the first of them already (`STAGES_DONE`, set by `run_first`)
+    goes on from the next."""
+    done = bundle.pop(STAGES_DONE, 0)
+    for stage in stages[done:] if done else stages:
         counted_in, kept, rejects, dead = stage.counters
         count(counted_in)
         try:
@@ -148,6 +154,40 @@ def run_stages(bundle: Bundle, stages: Iterable[Stage], count: Count) -> Bundle 
             return Drop(DEAD_LETTER, dead_letter_record(stage.name, bundle, exc))
         count(kept)
     return bundle
+
+
+def run_first(bundle: Bundle, stages: Sequence[Stage], count: Count) -> Bundle | Drop:
+    """`run_stages` over the chain's first `stages` only, the bundle that comes out marked
+    (`STAGES_DONE`) for the rest of the chain to go on from there."""
+    item = run_stages(bundle, stages, count)
+    if not isinstance(item, Drop):
+        item[STAGES_DONE] = len(stages)
+    return item
+
+
+@dataclass(frozen=True)
+class Begun:
+    """An opened bundle that went through the chain's first stages where it was read (the
+    read-ahead helper): its job, its `read_counts` taken before, those stages' counters, and
+    what came out (marked to go on from there, or why it did not)."""
+
+    job: str
+    read: dict[str, int]
+    counts: dict[str, int]
+    item: Bundle | Drop
+
+
+def begin(item: Bundle | Drop, stages: Sequence[Stage]) -> Bundle | Drop | Begun:
+    """`item` as opened, through `stages` (the chain's first) if it is a bundle."""
+    if isinstance(item, Drop) or not stages:
+        return item
+    counts: dict[str, int] = {}
+
+    def count(name: str) -> None:
+        counts[name] = counts.get(name, 0) + 1
+
+    job, read = job_of(item), read_counts(item)
+    return Begun(job, read, counts, run_first(item, stages, count))
 
 
 @dataclass(frozen=True)
@@ -215,6 +255,21 @@ def stages_before_judge(settings: ChainSettings) -> list[Stage]:
             stages.append(Stage(MAX_TOKENS_STAGE, check=over))
     stages.append(Stage("gate", check=partial(steps.gate_problem, settings=gate)))
     return stages
+
+
+READ_SIDE_STAGES = ("read", "validate", "redact")
+
+
+def stages_where_read(settings: ChainSettings) -> list[Stage]:
+    """The chain's first stages that a read-ahead helper runs on the bundles it opens
+    (`transforms/read_ahead.py`): read, validate and redact need nothing of the run's
+    process, and redaction is what moves enough CPU time to the helper's core to even the
+    two out (scoring there as well leaves the helper the slower one)."""
+    stages = stages_before_judge(settings)
+    count = 0
+    while count < len(stages) and stages[count].name in READ_SIDE_STAGES:
+        count += 1
+    return stages[:count]
 
 
 def clean_after_survey(bundle: Bundle) -> Bundle:

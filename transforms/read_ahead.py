@@ -6,6 +6,20 @@ process, forked when the run starts (before Beam is imported, while no other thr
 to be copied holding a lock), runs the same `open_unit` on the units the run sends it and
 sends back what each yields. The run unpickles that (about a third of what reading costs)
 and curates it while the helper opens the next units: reading and curation share two cores.
+Given the run's chain settings (`trajcurate run` gives them), the helper also takes each
+bundle through the chain's first stages (`chain.stages_where_read`: read, validate, redact)
+and sends back a `chain.Begun` (the read counts taken before, those stages' counters, and
+the bundle marked to go on from the next stage, or its drop): redaction is enough of the
+run's CPU time to even the two processes out.
+
+The run first tells the helper its plan (`plan`: the local inputs, the limits and the chain
+settings), as soon as its options are parsed: while the run imports Beam and builds the
+pipeline (about half a second), the helper detects the units as the pipeline will and opens
+them in that order, holding their pickled results (at most `PLANNED_BYTES`) until they are
+asked for. A unit asked for is handed over from there only if it is the plan's next one
+with the same limits and settings; the first one asked for out of plan (another order,
+another input) ends the plan, and from then on each unit is opened when asked for, as
+without a plan. The plan changes when a unit is opened, never what opening it gives.
 
 Nothing else changes: the helper runs the same readers with the same limits, confinement
 and budgets, and the run takes the results back in the order it sent the units, so every
@@ -14,9 +28,10 @@ units go to the helper; a trial on an object store is read where it is curated, 
 IM file: parsing IM is about as fast as unpickling the records it gives, so sending them back
 saves nothing (measured: a run over 7,850 IM records took longer with the helper). What a
 unit yields comes back one item at a time, as its reader yields it, so a unit of many
-bundles (an OpenHands `output.jsonl`) is never held whole: the helper runs at most
-`PIPE_BYTES` of results ahead (the pipe's capacity) plus the bundle it is reading, so memory
-stays flat.
+bundles (an OpenHands `output.jsonl`) is never held whole once asked for: the helper runs
+at most `PIPE_BYTES` of results ahead (the pipe's capacity) plus the bundle it is reading,
+besides what it holds of the plan, so memory stays flat (a unit whose results would go over
+the plan's room ends the plan, and is opened when asked for).
 
 When the helper cannot go on (it was killed, a result could not be pickled), the units it
 still held are opened in the run's process (one it had begun to send back, past what came
@@ -35,13 +50,16 @@ import signal
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transforms.readers.confined import ReadLimits
 from transforms.readers.discover import ReadUnit
+
+if TYPE_CHECKING:
+    from transforms.chain import ChainSettings, Stage
 
 __all__ = [
     "READ_AHEAD_MODES",
@@ -49,6 +67,7 @@ __all__ = [
     "claim",
     "helper_for",
     "opened_line",
+    "plan",
     "release",
     "start",
     "stop",
@@ -59,7 +78,9 @@ READ_AHEAD_MODES = ("auto", "off")
 READ_IN_PLACE = frozenset({"im"})  # formats whose reading the helper would not save
 PIPE_BYTES = 1 << 20  # results the helper may send before the run takes them (Linux)
 UNITS_AHEAD = 8  # units sent to the helper before the oldest is taken back
+PLANNED_BYTES = 32 * 2**20  # results of planned units the helper may hold before asked for
 _MORE, _OK, _FAILED = "more", "ok", "failed"  # a unit's output, its last, the helper's end
+_PLAN, _OPEN = "plan", "open"  # what the run asks of the helper
 _HELPER: ReadAhead | None = None
 
 
@@ -101,13 +122,31 @@ class ReadAhead:
         sending its records back would)."""
         return unit.url is None and unit.format not in READ_IN_PLACE
 
-    def send(self, unit: ReadUnit, limits: ReadLimits) -> None:
+    def plan(
+        self,
+        inputs: Sequence[str],
+        forced_format: str | None,
+        limits: ReadLimits,
+        chain: ChainSettings | None = None,
+    ) -> None:
+        """Tell the helper which units the run will send (the units of the local `inputs`,
+        detected as the run detects them), so that it opens them while the run is still
+        starting: see the module doc. Asking for a unit out of the plan only ends it."""
+        from transforms.readers.remote import is_remote
+
+        local = [path for path in inputs if not is_remote(path)]
+        self._request(_PLAN, (local, forced_format, limits, chain), "its plan")
+
+    def send(self, unit: ReadUnit, limits: ReadLimits, chain: ChainSettings | None = None) -> None:
         self.pending.append((unit, limits))
+        self._request(_OPEN, (unit, limits, chain), "a unit")
+
+    def _request(self, kind: str, what: tuple[Any, ...], name: str) -> None:
         if self.failed is None:
             try:
-                self._requests.send((unit, limits))
+                self._requests.send((kind, what))
             except (OSError, ValueError, pickle.PicklingError) as exc:
-                self._fail(f"could not be sent a unit ({exc})")
+                self._fail(f"could not be sent {name} ({exc})")
 
     def take(self) -> Iterator[Any]:
         """What opening the oldest unit sent yields, as it comes back; if the helper fails,
@@ -137,16 +176,20 @@ class ReadAhead:
             yield from islice(_open_unit(unit, limits), received, None)
         self.taking = False
 
-    def push(self, unit: ReadUnit, limits: ReadLimits) -> Iterator[Iterable[Any]]:
+    def push(
+        self, unit: ReadUnit, limits: ReadLimits, chain: ChainSettings | None = None
+    ) -> Iterator[Iterable[Any]]:
         """What opening each unit yields, in the order the units came, as soon as it is
         ready: `unit` goes to the helper if it `takes` it (its outputs come out
         `UNITS_AHEAD` units later, or from `drain`); otherwise the units still pending come
-        out first, then `unit` opened here, streamed."""
+        out first, then `unit` opened here, streamed. With `chain`, the helper also runs
+        each bundle through the chain's first stages (`chain.stages_where_read`): what it
+        yields is then `chain.Begun` (raw bundles and drops where this process opened)."""
         if not self.takes(unit):
             yield from self.drain()
             yield _open_unit(unit, limits)
             return
-        self.send(unit, limits)
+        self.send(unit, limits, chain)
         while len(self.pending) > UNITS_AHEAD:
             yield self.take()
 
@@ -201,24 +244,133 @@ def _messages(items: Iterator[Any]) -> Iterator[tuple[str, list[Any]]]:
     yield _OK, previous
 
 
+_FIRST_STAGES: list[tuple[ChainSettings, list[Stage]]] = []  # the helper's, for its chain
+
+
+def _begun(items: Iterator[Any], chain: ChainSettings) -> Iterator[Any]:
+    """`items` through the chain's first stages (`chain.begin`)."""
+    from transforms.chain import begin, stages_where_read
+
+    if not _FIRST_STAGES or _FIRST_STAGES[0][0] != chain:
+        _FIRST_STAGES[:] = [(chain, stages_where_read(chain))]
+    stages = _FIRST_STAGES[0][1]
+    return (begin(item, stages) for item in items)
+
+
+def _payloads(
+    unit: ReadUnit, limits: ReadLimits, chain: ChainSettings | None
+) -> Iterator[tuple[bool, bytes]]:
+    """The pickled messages of what opening `unit` yields (through the chain's first stages
+    with `chain`), each with whether it is the last because a result could not be pickled
+    (that message then says so, and the run reads the rest itself)."""
+    items = _open_unit(unit, limits)
+    for message in _messages(items if chain is None else _begun(items, chain)):
+        try:
+            yield False, pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # open_unit routes what readers raise: this is pickling
+            yield True, pickle.dumps((_FAILED, f"could not send a result back ({exc!r})"))
+            return
+
+
+class _Planned:
+    """The helper's side of `ReadAhead.plan`: the planned units, opened in order while no
+    request waits, their pickled results held (up to `PLANNED_BYTES`) until asked for."""
+
+    def __init__(self) -> None:
+        self.units: Iterator[ReadUnit] | None = None
+        self.key: tuple[ReadLimits, ChainSettings | None] | None = None
+        self.opened: deque[tuple[ReadUnit, list[bytes]]] = deque()
+        self.held = 0
+
+    def start(
+        self,
+        inputs: list[str],
+        forced_format: str | None,
+        limits: ReadLimits,
+        chain: ChainSettings | None,
+    ) -> None:
+        from transforms.intake import detect_units
+
+        self.stop()
+        self.key = (limits, chain)
+        found = (unit for path in inputs for unit in detect_units(path, forced_format, limits))
+        self.units = (u for u in found if isinstance(u, ReadUnit) and ReadAhead.takes(u))
+
+    def open_next(self) -> bool:
+        """Open the next planned unit if there is one and room to hold what it yields;
+        whether one was opened. A unit whose results go over the room, or cannot be pickled,
+        ends the plan (the run asks for it, and it is opened then)."""
+        if self.units is None or self.key is None or self.held >= PLANNED_BYTES:
+            return False
+        payloads: list[bytes] = []
+        held = self.held
+        try:
+            unit = next(self.units, None)
+            if unit is None:
+                self.units = None
+                return False
+            for failed, payload in _payloads(unit, *self.key):
+                payloads.append(payload)
+                held += len(payload)
+                if failed or held > PLANNED_BYTES:
+                    self.units = None
+                    return False
+        except Exception:  # detection failed: the run meets the same failure itself
+            self.units = None
+            return False
+        self.held = held
+        self.opened.append((unit, payloads))
+        return True
+
+    def take(
+        self, unit: ReadUnit, limits: ReadLimits, chain: ChainSettings | None
+    ) -> list[bytes] | None:
+        """What opening `unit` gave, if it is the next planned unit and was opened; None if
+        it is to be opened now. A unit asked for out of plan ends the plan."""
+        if self.key is None:
+            return None
+        if (limits, chain) != self.key:
+            self.stop()
+            return None
+        if self.opened:
+            planned, payloads = self.opened.popleft()
+            self.held -= sum(map(len, payloads))
+            if planned == unit:
+                return payloads
+            self.stop()
+            return None
+        try:  # asked for before it was opened: the plan goes on after it
+            if self.units is not None and next(self.units, None) != unit:
+                self.stop()
+        except Exception:
+            self.stop()
+        return None
+
+    def stop(self) -> None:
+        self.units, self.key, self.held = None, None, 0
+        self.opened.clear()
+
+
 def _serve(requests: Connection, results: Connection, run_ends: tuple[Connection, ...]) -> None:
     """The helper: open each unit received and send back what it yielded, until the run
-    closes its end (or goes away)."""
+    closes its end (or goes away); while no request waits, open the planned units."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
     for end in run_ends:  # the fork copied the run's ends too: the run's close is the end
         end.close()
+    planned = _Planned()
     while True:
         try:
-            unit, limits = requests.recv()
+            if not requests.poll() and planned.open_next():
+                continue
+            kind, what = requests.recv()
         except (EOFError, OSError):
             return
-        for message in _messages(_open_unit(unit, limits)):
-            try:
-                payload = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # open_unit routes what readers raise: this is pickling
-                _send(results, pickle.dumps((_FAILED, f"could not send a result back ({exc!r})")))
-                return  # the run reads the rest itself
-            if not _send(results, payload):
+        if kind == _PLAN:
+            planned.start(*what)
+            continue
+        held = planned.take(*what)
+        for failed, payload in _payloads(*what) if held is None else ((False, p) for p in held):
+            if not _send(results, payload) or failed:
                 return
 
 
@@ -239,6 +391,17 @@ def start(mode: str = "auto") -> ReadAhead | None:
     if _HELPER is None and mode == "auto" and usable_cores() > 1 and alone:
         _HELPER = ReadAhead()
     return _HELPER
+
+
+def plan(
+    inputs: Sequence[str],
+    forced_format: str | None,
+    limits: ReadLimits,
+    chain: ChainSettings | None = None,
+) -> None:
+    """`ReadAhead.plan` for this process's helper, if it has one that works."""
+    if _HELPER is not None and _HELPER.failed is None:
+        _HELPER.plan(inputs, forced_format, limits, chain)
 
 
 def claim(owner: object) -> ReadAhead | None:

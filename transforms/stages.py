@@ -26,7 +26,9 @@ from transforms import read_ahead
 from transforms.chain import (
     DEAD_LETTER,
     REJECTED,
+    Begun,
     Bundle,
+    ChainSettings,
     Drop,
     Stage,
     job_of,
@@ -114,16 +116,19 @@ class OpenUnits(_Counting):
     total would read as a run stopped half-way). If this process has a read-ahead helper
     (`transforms/read_ahead.py`: the command starts one only where it pays), a bundle hands
     it the units it takes and takes their bundles back, in order, `UNITS_AHEAD` units later,
-    the last at its end."""
+    the last at its end; with `chain`, the helper runs them through the chain's first stages
+    too (`chain.Begun`: their read counts and those stages' counters come back with them)."""
 
     def __init__(
         self,
         limits: ReadLimits,
         progress: bool = False,
         processes: int = 1,
+        chain: ChainSettings | None = None,
     ) -> None:
         super().__init__()
         self.limits = limits
+        self.chain = chain
         self.progress = progress
         self.processes = processes
         self._progress: Progress | None = None
@@ -140,7 +145,7 @@ class OpenUnits(_Counting):
         if self._ahead is None:
             yield from self._outputs(open_unit(unit, self.limits))
             return
-        for items in self._ahead.push(unit, self.limits):
+        for items in self._ahead.push(unit, self.limits, self.chain):
             yield from self._outputs(items)
 
     def finish_bundle(self) -> Iterator[Any]:
@@ -160,6 +165,11 @@ class OpenUnits(_Counting):
                 yield _route(item)
                 continue
             self.count(f"{OPEN}.kept")
+            if isinstance(item, Begun):
+                yield TaggedOutput(READ, (item.job, item.read))
+                self._tally.update(item.counts)
+                yield _route(item.item)
+                continue
             yield TaggedOutput(READ, (job_of(item), read_counts(item)))
             yield item
         self._show_progress(self._total)
