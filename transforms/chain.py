@@ -32,6 +32,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import takewhile
 from typing import TYPE_CHECKING, Any
 
 from scorers.im import agent_type
@@ -265,11 +266,7 @@ def stages_where_read(settings: ChainSettings) -> list[Stage]:
     (`transforms/read_ahead.py`): read, validate and redact need nothing of the run's
     process, and redaction is what moves enough CPU time to the helper's core to even the
     two out (scoring there as well leaves the helper the slower one)."""
-    stages = stages_before_judge(settings)
-    count = 0
-    while count < len(stages) and stages[count].name in READ_SIDE_STAGES:
-        count += 1
-    return stages[:count]
+    return list(takewhile(lambda s: s.name in READ_SIDE_STAGES, stages_before_judge(settings)))
 
 
 def clean_after_survey(bundle: Bundle) -> Bundle:
