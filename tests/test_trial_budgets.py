@@ -230,3 +230,50 @@ def test_a_trial_with_many_subagent_references_lists_each_folder_once(
     assert listed.count(str(subagents)) == 1
     seventh = next(r for r in bundle["records"] if "check 7" in orjson.dumps(r).decode())
     assert "and more" in orjson.dumps(seventh).decode()
+
+
+def _im_case(case: dict[str, Any], instance: str, prompt: str) -> bytes:
+    """One IM line: a reference record renamed `instance`, its first user message `prompt`."""
+    record = orjson.loads(orjson.dumps(case))
+    record["meta_info"]["unique_info"]["_instance_id"] = instance
+    first = next(m for m in record["messages"] if m["role"] == "user")
+    first["content"] = prompt
+    return orjson.dumps(record)
+
+
+def test_an_im_record_is_capped_by_its_text_not_its_line(
+    tmp_path: Path, cases: list[dict[str, Any]]
+) -> None:
+    """The IM reader's line lengths bound a record's text, so most records are never
+    serialised to be measured; a long line is still measured: 1.5 MiB of newlines take 3 MiB
+    of `\\n` escapes in the line and are under a 2 MiB cap."""
+    lines = [
+        _im_case(cases[0], "huge", "y" * 3 * 2**20),
+        _im_case(cases[0], "escaped", "\n" * (3 * 2**19)),
+        _im_case(cases[0], "fine", "fix it"),
+    ]
+    assert len(lines[1]) > 3 * 2**20
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(source), "-o", str(out), "--max-record-mb", "2"]) == 0
+    (reject,) = _lines(tmp_path / "out.rejects.jsonl")
+    assert (reject["instance_id"], reject["stage"]) == ("huge", "read")
+    assert reject["reason"].startswith("record too large: the main record holds 3.0 MiB")
+    written = [r["meta_info"]["unique_info"]["_instance_id"] for r in _lines(out)]
+    assert written == ["escaped", "fine"]
+
+
+def test_line_lengths_bound_the_text_of_every_reference_record(cases_path: Path) -> None:
+    """What the reader adds to a record after its line was read (UTC timestamps, warnings,
+    provenance) is inside the bound (`_line_bound`), for every record of the reference file."""
+    from transforms.bundle_steps import _line_bound, text_size
+    from transforms.readers.bundle import LINE_BYTES
+
+    bundles = list(open_unit(ReadUnit(cases_path, "im"), ReadLimits()))
+    assert sum(len(b["records"]) for b in bundles) == len(cases_path.read_bytes().splitlines())
+    for bundle in bundles:
+        sizes = bundle[LINE_BYTES]
+        assert len(sizes) == len(bundle["records"])
+        for record, size in zip(bundle["records"], sizes, strict=True):
+            assert text_size(record) <= _line_bound(record, size) <= size + 2**16

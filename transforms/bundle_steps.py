@@ -26,7 +26,7 @@ from scorers.im_validity import bundle_problem, schema_problem
 from scorers.im_validity import trainable_problem as record_trainable_problem
 from scorers.tqs_v2.score import is_subagent, scored_trajectory, tool_call_errors
 from transforms.cleaning import clean_record, clean_value
-from transforms.readers.bundle import VALIDATED
+from transforms.readers.bundle import LINE_BYTES, VALIDATED
 from transforms.redact import redact_bundle, redact_object
 from transforms.report.rows import Decision, diagnosis_summary, judge_scores, score_row
 from transforms.reward_gate import RESOLVED, gate_reason, outcome
@@ -36,6 +36,7 @@ TALLIES = "tallies"
 REDACT_MODE = "redact_mode"  # the `redact` stage's mode, on the bundles it saw
 SCORE_ROW = "score_row"  # the bundle's sidecar row, set by `score_bundle`
 SCORER_VERSION_KEY = "_scorer_version"  # beside `_score`: the TQS V2 version that made it
+METADATA_KEY = "_instance_metadata"
 TRAINABLE_KEY = "_trainable"  # `unique_info` key `trajcurate score` sets (`mark_untrainable`)
 
 
@@ -55,18 +56,32 @@ class FilterSettings:
 def read_problem(bundle: dict[str, Any], max_record_bytes: int | None = None) -> str | None:
     """A bundle a reader produced without records carries its reason as first warning; one
     with a record over `max_record_bytes` of text is refused too (`size_problem`)."""
+    line_bytes = bundle.pop(LINE_BYTES, None)
     if bundle["records"]:
-        return None if max_record_bytes is None else size_problem(bundle, max_record_bytes)
+        if max_record_bytes is None:
+            return None
+        return size_problem(bundle, max_record_bytes, line_bytes)
     first = next(iter(bundle["warnings"]), "no records")
     return first.removeprefix("rejected: ")
 
 
-def size_problem(bundle: dict[str, Any], max_record_bytes: int) -> str | None:
+def size_problem(
+    bundle: dict[str, Any], max_record_bytes: int, line_bytes: list[int] | None = None
+) -> str | None:
     """A record holding more text than `--max-record-mb` (counted in characters, a lower
-    bound of its UTF-8 size) is no SFT example: the bundle is rejected, naming its size."""
-    for record in bundle["records"]:
-        if _serialised_size(record) <= max_record_bytes:
-            continue  # its JSON bounds its characters from above: no walk needed
+    bound of its UTF-8 size) is refused: the bundle is rejected, naming its size.
+    `line_bytes`, the lengths of the records' lines (`LINE_BYTES`), bound their text."""
+    records = bundle["records"]
+    if line_bytes is None or len(line_bytes) != len(records):
+        line_bytes = None
+    for index, record in enumerate(records):
+        bound = (
+            _serialised_size(record)
+            if line_bytes is None
+            else _line_bound(record, line_bytes[index])
+        )
+        if bound <= max_record_bytes:
+            continue  # no walk needed
         size = text_size(record)
         if size > max_record_bytes:
             return (
@@ -76,9 +91,19 @@ def size_problem(bundle: dict[str, Any], max_record_bytes: int) -> str | None:
     return None
 
 
+def _line_bound(record: dict[str, Any], line_bytes: int) -> int:
+    """An upper bound of the record's text read from a line of `line_bytes` bytes: each
+    character came from at least one byte of the line, but for its `_instance_metadata`,
+    which readers rewrite (UTC timestamps, warnings, provenance) and which is counted whole."""
+    info = record["meta_info"]["unique_info"]
+    metadata = info.get(METADATA_KEY)
+    return line_bytes + len(METADATA_KEY) + (0 if metadata is None else text_size(metadata))
+
+
 def _serialised_size(record: Any) -> int:
-    """The length of the record's JSON (C speed); one orjson cannot serialise (a lone
-    surrogate) counts as unbounded, so the walk measures it."""
+    """The length of the record's JSON (C speed), which bounds its characters from above;
+    one orjson cannot serialise (a lone surrogate) counts as unbounded, so the walk measures
+    it."""
     try:
         return len(orjson.dumps(record))
     except orjson.JSONEncodeError:

@@ -18,7 +18,10 @@ A bundle is a plain dict (cheap to pickle between Beam stages):
 
 A reader that has itself checked every record against the IM schema (the IM reader does, to
 reject bad lines with their line numbers) adds `VALIDATED: True`; the chain's validate stage
-takes it off and does not check those records again.
+takes it off and does not check those records again. A reader of JSON lines adds
+`LINE_BYTES`, the length of each record's line (in record order): a record's text, in
+characters, is no longer than its line (each character of a JSON string comes from at least
+one byte of it), so the read stage's size cap need not serialise the record to bound it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict
 
 VALIDATED: Final = "validated_im"
+LINE_BYTES: Final = "line_bytes"
 
 
 class Bundle(TypedDict):
@@ -44,6 +48,7 @@ class Bundle(TypedDict):
     records: list[dict[str, Any]]
     read_files: dict[str, str]
     validated_im: NotRequired[bool]
+    line_bytes: NotRequired[list[int]]
 
 
 class ReaderError(Exception):

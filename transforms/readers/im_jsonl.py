@@ -29,7 +29,7 @@ from typing import Any
 
 from scorers.im import InvalidRecord, agent_type, validate_im_record
 from transforms.jsonl import LineError, is_blank, parse_line
-from transforms.readers.bundle import VALIDATED, Bundle, ReaderError, new_bundle
+from transforms.readers.bundle import LINE_BYTES, VALIDATED, Bundle, ReaderError, new_bundle
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
 from transforms.readers.im_builder import with_utc_timestamps
 from transforms.readers.im_index import CHUNK_BYTES, instance_line_counts
@@ -45,6 +45,7 @@ class _Group:
         self.instance_id = instance_id
         self.named = named  # keyed by its `_instance_id` (else by file and line)
         self.records: list[dict[str, Any]] = []
+        self.line_bytes: list[int] = []  # the length of each record's line
         self.rejected: list[str] = []
         self.warnings = warnings or []
         self.lines: dict[str, str] = {}  # the lines read, for provenance
@@ -106,6 +107,7 @@ def read(
             group.rejected.append(f"{source}:{number}: {problem}")
         else:
             group.records.append(record)
+            group.line_bytes.append(len(raw))
             group.lines.update(line_read(path, number, raw))
             valid += 1
         buffered += 1
@@ -160,7 +162,8 @@ def _bundle(group: _Group, source: str) -> Bundle:
         if group.records:
             warnings.append(f"{len(group.records)} valid record(s) of this instance dropped")
         return new_bundle(group.instance_id, source, FORMAT, [], warnings=warnings)
-    records = sorted(group.records, key=lambda r: agent_type(r) != "main")
+    order = sorted(range(len(group.records)), key=lambda n: agent_type(group.records[n]) != "main")
+    records = [group.records[n] for n in order]
     info = records[0]["meta_info"]["unique_info"]
     main = agent_type(records[0]) == "main"
     metadata = (info.get("_instance_metadata") or {}) if main else {}
@@ -178,6 +181,7 @@ def _bundle(group: _Group, source: str) -> Bundle:
         read_files=group.lines,
     )
     bundle[VALIDATED] = True  # every record passed `_parse`
+    bundle[LINE_BYTES] = [group.line_bytes[n] for n in order]
     return bundle
 
 
