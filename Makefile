@@ -25,7 +25,8 @@ $(DATASETS4_STAMP):
 	touch $@
 
 # Sources compiled in place by setup.py (mypyc, C): a change to one rebuilds them.
-NATIVE_SOURCES := setup.py scorers/im_check.py scorers/im_validity.py scorers/tqs_v2/_speedups.c \
+NATIVE_SOURCES := setup.py scorers/im_check.py scorers/im_validity.py scorers/_im_fast.c \
+	scorers/tqs_v2/_speedups.c \
 	transforms/redaction/_survey.c transforms/sinks/_conform.c \
 	$(filter-out scorers/tqs_v2/__init__.py,$(wildcard scorers/tqs_v2/*.py)) \
 	transforms/readers/atif_claude.py transforms/readers/atif_files.py \

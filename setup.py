@@ -3,10 +3,11 @@
 The TQS V2 scorer's modules, the IM fast check and the trainable rules, the ATIF conversion
 and message building the readers share, cleaning and schema conforming are compiled with
 mypyc; the character-entropy counter, the survey that tells redaction and cleaning which
-records they can skip (`transforms/redaction/_survey.c`) and the conforming of messages and
-tools of the usual shape (`transforms/sinks/_conform.c`) are small C extensions: together
-they make `trajcurate score` several times faster and reading a trial ~15% faster. The
-Python sources stay the single source of truth and run unchanged when no compiled module is
+records they can skip (`transforms/redaction/_survey.c`), the conforming of messages and
+tools of the usual shape (`transforms/sinks/_conform.c`) and the IM checks of the common case
+(`scorers/_im_fast.c`: a valid, trainable record) are small C extensions: together they
+make `trajcurate score` several times faster and reading a trial ~15% faster. The Python
+sources stay the single source of truth and run unchanged when no compiled module is
 present: set TRAJCURATE_PURE_PYTHON=1 to install without a C compiler (`scorers/__init__.py`
 and `transforms/__init__.py` refuse compiled modules older than their source).
 """
@@ -69,10 +70,15 @@ def native_extensions() -> list[Extension]:
         ["transforms/sinks/_conform.c"],
         extra_compile_args=["-O2"],
     )
+    im_checks = Extension(
+        "scorers._im_fast",
+        ["scorers/_im_fast.c"],
+        extra_compile_args=["-O2"],
+    )
     compiled: list[Extension] = mypycify(
         COMPILED_MODULES, opt_level="3", group_name="scorers._native"
     )
-    return [entropy, survey, conform, *compiled]
+    return [entropy, survey, conform, im_checks, *compiled]
 
 
 setup(ext_modules=native_extensions())

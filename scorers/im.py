@@ -12,11 +12,12 @@ keys of the format. `validate_im_record` returns the caller's dict itself, so ke
 every value survive untouched.
 
 Validation sits on every record's path, so it has two tiers: the hand-written check
-`scorers.im_check.is_im_record` accepts the common valid record without pydantic; anything it
-does not accept goes to the pydantic adapter, which gives the verdict and the reason. This
-module does not import pydantic: the TypedDicts carry their pydantic config as the plain
-`__pydantic_config__` attribute (what `pydantic.with_config` sets) and `im_schema` — the
-adapter and the error messages — is imported only when a record needs it.
+`scorers.im_check.is_im_record` (in C when built, `scorers/_im_fast.c`: the same answers)
+accepts the common valid record without pydantic; anything it does not accept goes to the
+pydantic adapter, which gives the verdict and the reason. This module does not import
+pydantic: the TypedDicts carry their pydantic config as the plain `__pydantic_config__`
+attribute (what `pydantic.with_config` sets) and `im_schema` — the adapter and the error
+messages — is imported only when a record needs it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeVar,
 from typing_extensions import TypedDict
 
 from scorers.im_check import is_im_record
+
+
+def _im_record_check() -> Callable[[object], bool]:
+    """`is_im_record`, in C when the extension is built (tests/test_im_fast.py: the same)."""
+    try:
+        from scorers import _im_fast  # type: ignore[attr-defined]
+    except ImportError:  # built without a C compiler (TRAJCURATE_PURE_PYTHON=1)
+        return is_im_record
+    check: Callable[[object], bool] = _im_fast.im_record_ok
+    return check
+
+
+IM_RECORD_CHECK = _im_record_check()
 
 if TYPE_CHECKING:
     from pydantic import ConfigDict, GetCoreSchemaHandler
@@ -159,7 +173,7 @@ def validate_im_record(obj: object) -> dict[str, Any]:
     """
     if not isinstance(obj, dict):
         raise InvalidRecord(f"record is a JSON {_json_type(obj)}, expected an object")
-    if is_im_record(obj):
+    if IM_RECORD_CHECK(obj):
         return obj
     from scorers.im_schema import schema_error  # pydantic: loaded only when it is needed
 

@@ -148,7 +148,28 @@ def schema_problem(record: object) -> str | None:
     return None
 
 
+def _native_trainable_ok() -> Callable[[object], bool] | None:
+    try:
+        from scorers import _im_fast  # type: ignore[attr-defined]
+    except ImportError:  # built without a C compiler (TRAJCURATE_PURE_PYTHON=1)
+        return None
+    check: Callable[[object], bool] = _im_fast.trainable_ok
+    return check
+
+
+# True only when `trainable_rules` finds nothing (`_im_fast.c`); None in pure Python.
+NATIVE_TRAINABLE_OK = _native_trainable_ok()
+
+
 def trainable_problem(record: Mapping[str, Any]) -> str | None:
+    """Why a valid IM record cannot be SFT data, or None (`trainable_rules`); the common
+    case, a trainable record, is told in C without running the rules."""
+    if NATIVE_TRAINABLE_OK is not None and NATIVE_TRAINABLE_OK(record):
+        return None
+    return trainable_rules(record)
+
+
+def trainable_rules(record: Mapping[str, Any]) -> str | None:
     """Why a valid IM record cannot be SFT data, or None: its role order, a run cut off
     after a tool result, an empty prompt, a call left unanswered before the last turn, or
     nothing to learn from (checked in that order; the first found is the reason)."""

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from scorers.im import InvalidRecord, validate_im_record
+from scorers.im import IM_RECORD_CHECK, InvalidRecord, validate_im_record
 from scorers.im_check import is_im_record
 from scorers.im_schema import IM_RECORD_ADAPTER
 
@@ -297,6 +297,7 @@ def test_generated_valid_records_are_accepted_by_both(record: dict[str, Any]) ->
 @given(mutated_records())
 def test_fast_check_is_sound_and_exact_on_json(record: dict[str, Any]) -> None:
     accepted = _accepted_by_pydantic(record)
+    assert IM_RECORD_CHECK(record) is is_im_record(record)  # the C check when built
     if is_im_record(record):
         assert accepted
     if _is_plain_json(record):
@@ -362,6 +363,7 @@ def test_doubtful_inputs_fall_back_to_pydantic(
     assert is_im_record(record)
     mutate(record)
     assert not is_im_record(record)
+    assert not IM_RECORD_CHECK(record)
     assert _accepted_by_pydantic(record) is pydantic_accepts
     if pydantic_accepts:
         assert validate_im_record(record) is record

@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import scorers
-from scorers import im_validity
+from scorers import im, im_validity
+from scorers.im_check import is_im_record
 from scorers.tqs_v2 import score, speedups
 from transforms.redaction import survey
 from transforms.sinks import schema
@@ -86,6 +87,8 @@ def test_compiled_modules_are_in_use() -> None:
     assert schema.NATIVE_FAST_PATHS is not None  # messages conformed in C
     assert not score.__file__.endswith(".py"), score.__file__
     assert not im_validity.__file__.endswith(".py"), im_validity.__file__
+    assert im.IM_RECORD_CHECK is not is_im_record  # the IM check in C (`_im_fast.c`)
+    assert im_validity.NATIVE_TRAINABLE_OK is not None  # a trainable record told in C
 
 
 def _touch(path: Path, mtime: float) -> None:
