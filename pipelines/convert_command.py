@@ -36,7 +36,7 @@ from transforms import read_ahead
 from transforms.chain import REJECTED, Bundle
 from transforms.jsonl import JsonlWriter
 from transforms.reward_gate import outcome
-from transforms.sinks.schema import conform_im_record
+from transforms.sinks.schema import im_record_line
 
 PROG = "trajcurate convert"
 CONVERT_OPTIONS = ("input_format", *CURATION_OPTIONS, "read_ahead")
@@ -151,7 +151,7 @@ def _note_read(bundle: Bundle, stats: ConvertStats, args: argparse.Namespace) ->
 def _write(bundle: Bundle, records: JsonlWriter, stats: ConvertStats) -> None:
     stats.with_warnings += 1 if bundle["warnings"] else 0
     for record in bundle["records"]:
-        records.write(conform_im_record(record))
+        records.write_line(im_record_line(record))
 
 
 def _agent_name(bundle: Bundle) -> str:

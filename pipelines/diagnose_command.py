@@ -31,7 +31,7 @@ from scorers.im import agent_type
 from transforms.chain import Bundle
 from transforms.diagnose_step import DiagnoseSettings
 from transforms.jsonl import JsonlWriter
-from transforms.sinks.schema import conform_im_record
+from transforms.sinks.schema import im_record_line
 
 __all__ = ["DiagnoseStats", "add_parser", "diagnose_files", "run"]
 
@@ -133,5 +133,5 @@ def diagnose_files(
 
 def _write(bundle: Bundle, records: JsonlWriter, stats: DiagnoseStats) -> None:
     for record in bundle["records"]:
-        records.write(conform_im_record(record))
+        records.write_line(im_record_line(record))
         stats.add(record)

@@ -43,7 +43,7 @@ from scorers.im import agent_type
 from transforms.chain import REJECTED, Bundle, ChainSettings, Drop
 from transforms.jsonl import JsonlWriter
 from transforms.readers.confined import ReadLimits
-from transforms.sinks.schema import conform_im_record
+from transforms.sinks.schema import im_record_line
 
 __all__ = ["CommandError", "ScoreOptions", "add_parser", "rejects_path", "run", "score_files"]
 
@@ -145,7 +145,7 @@ def curate_im_files(
 
 def _write(bundle: Bundle, records: JsonlWriter, stats: ScoreStats) -> None:
     for record, (calls, errors) in zip(bundle["records"], bundle["tool_call_counts"], strict=True):
-        records.write(conform_im_record(record))
+        records.write_line(im_record_line(record))
         stats.add(agent_type(record), record["meta_info"]["unique_info"]["_score"], calls, errors)
 
 

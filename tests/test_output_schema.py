@@ -400,7 +400,7 @@ def test_the_c_fast_paths_equal_the_python_ones(message: Any, tool: Any) -> None
     """`_conform.c` gives what `schema._message` / `schema._tool` give, key order included:
     the conformed dict, or None for a shape the general way has to take."""
     assert schema.NATIVE_FAST_PATHS is not None
-    native_message, native_tool = schema.NATIVE_FAST_PATHS
+    native_message, native_tool, native_messages, native_tools = schema.NATIVE_FAST_PATHS
     for native, python, value in (
         (native_message, schema._message, message),
         (native_tool, schema._tool, tool),
@@ -409,12 +409,19 @@ def test_the_c_fast_paths_equal_the_python_ones(message: Any, tool: Any) -> None
         got = native(value)
         assert got == expected
         assert orjson.dumps(got) == orjson.dumps(expected)
+    for native_list, python, value in (
+        (native_messages, schema._message, message),
+        (native_tools, schema._tool, tool),
+    ):  # a list holding the value twice: conformed whole, or None if the value is not
+        expected = python(value) if type(value) is dict else None
+        got_all = native_list([value, value])
+        assert got_all == (None if expected is None else [expected, expected])
 
 
 @pytest.mark.skipif(schema.NATIVE_FAST_PATHS is None, reason="C conform extension not built")
 def test_the_c_fast_paths_on_the_odd_shapes() -> None:
     assert schema.NATIVE_FAST_PATHS is not None
-    native_message, native_tool = schema.NATIVE_FAST_PATHS
+    native_message, native_tool, native_messages, _ = schema.NATIVE_FAST_PATHS
     for native, python, values in (
         (native_message, schema._message, ODD_MESSAGES),
         (native_tool, schema._tool, ODD_TOOLS),
@@ -424,6 +431,52 @@ def test_the_c_fast_paths_on_the_odd_shapes() -> None:
             assert orjson.dumps(native(value)) == orjson.dumps(expected), value
     fitting = native_message({"content": "c", "role": "user", "name": None})
     assert list(fitting) == [f.name for f in schema.MESSAGE.fields]
+    assert native_messages([]) == []
+    assert native_messages(({"role": "user", "content": "c"},)) is None  # a tuple: no list
+    assert native_messages([{"role": "user", "content": "c"}, "text"]) is None
+
+
+TEXTS_TO_ESCAPE = st.one_of(
+    st.text(),  # any code point, lone surrogates included (orjson refuses those)
+    st.text(alphabet='ab"\\/\x00\x01\x08\t\n\x0c\r\x1f\x7f\u2028\u00e9\U0001f600'),
+)
+
+
+@pytest.mark.skipif(schema.NATIVE_MESSAGES_JSON is None, reason="C conform extension not built")
+@settings(max_examples=400)
+@given(message=MESSAGES, text=TEXTS_TO_ESCAPE)
+def test_the_c_messages_json_is_what_orjson_writes(message: Any, text: str) -> None:
+    """`_conform.messages_json` gives the bytes of `orjson.dumps` of the messages conformed,
+    or None where the list has to be conformed the general way (a message not of the usual
+    shape) or orjson would refuse it (a lone surrogate)."""
+    assert schema.NATIVE_MESSAGES_JSON is not None
+    messages = [{"role": "user", "content": text, "name": text[:3] or None}, message]
+    conformed = [schema._message(m) if type(m) is dict else None for m in messages]
+    got = schema.NATIVE_MESSAGES_JSON(messages)
+    if conformed[1] is None:
+        assert got is None
+        return
+    try:
+        expected = orjson.dumps(conformed)
+    except orjson.JSONEncodeError:
+        assert got is None
+    else:
+        assert got == expected
+
+
+def test_an_im_record_line_is_the_conformed_record_as_orjson_writes_it(
+    cases: list[dict[str, Any]],
+) -> None:
+    odd = orjson.loads(orjson.dumps(cases[0]))
+    odd["messages"][0]["content"] = 'a "quote", a \\ and \x00\x1f\t\n\u2028 é 😀'
+    odd["messages"][0]["weight"] = 1  # not of the usual shape: conformed the general way
+    bad = orjson.loads(orjson.dumps(cases[1]))
+    bad["messages"][0]["content"] = "\ud800"
+    for record in [*cases, odd]:
+        expected = orjson.dumps(conform_im_record(record), option=orjson.OPT_APPEND_NEWLINE)
+        assert schema.im_record_line(record) == expected
+    with pytest.raises(orjson.JSONEncodeError):
+        schema.im_record_line(bad)
 
 
 def test_im_output_read_back_as_input_gives_the_same_records(outputs: Path, tmp_path: Path) -> None:

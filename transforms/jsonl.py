@@ -110,6 +110,11 @@ class JsonlWriter:
         self._handle.write(dumps_line(obj))
         self.count += 1
 
+    def write_line(self, line: bytes) -> None:
+        """One object already serialised (a newline-terminated line)."""
+        self._handle.write(line)
+        self.count += 1
+
     def close(self) -> None:
         self._handle.close()
 

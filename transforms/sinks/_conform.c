@@ -7,10 +7,18 @@
  * objects; anything else gives None, and the caller conforms it the general way. So a None
  * is never wrong, only slower (tests/test_output_schema.py compares the two on odd shapes).
  * Most of a record is messages: this takes about 0.2 us a message where the compiled Python
- * takes 0.5 us. */
+ * takes 0.5 us.
+ *
+ * `messages_json(values)` goes one step further for the writer: the JSON text of a list of
+ * such messages conformed, the bytes `orjson.dumps` gives for it (its escapes: `\"`, `\\`,
+ * `\b \t \n \f \r`, `\u00xx` for the other controls, everything else as UTF-8), without
+ * building the conformed dicts at all; None for a list that is not all of the usual shape
+ * or holds a string UTF-8 cannot encode (a lone surrogate: orjson refuses it). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
+#include <string.h>
 
 enum { ROLE, CONTENT, REASONING, TOOL_CALLS, TOOL_CALL_ID, NAME, ID, TYPE, FUNCTION,
        ARGUMENTS, DESCRIPTION, PARAMETERS, KEYS };
@@ -187,11 +195,296 @@ tool(PyObject *module, PyObject *value)
     return out;
 }
 
+/* Every item of `values` (a list) conformed by `fast` (new list), Py_None when one is not a
+ * dict of the usual shape (the caller then conforms the list item by item). One call for a
+ * record's messages saves a call per message. */
+static PyObject *
+each(PyObject *values, PyObject *(*fast)(PyObject *, PyObject *))
+{
+    if (!PyList_CheckExact(values)) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *done = fast(NULL, PyList_GET_ITEM(values, i));
+        if (done == NULL || done == Py_None) {
+            Py_DECREF(out);
+            return done;
+        }
+        PyList_SET_ITEM(out, i, done);
+    }
+    return out;
+}
+
+static PyObject *
+messages(PyObject *module, PyObject *values)
+{
+    (void)module;
+    return each(values, message);
+}
+
+static PyObject *
+tools(PyObject *module, PyObject *values)
+{
+    (void)module;
+    return each(values, tool);
+}
+
+/* --- messages_json: the conformed messages as JSON text ---------------------------------- */
+
+typedef struct {
+    char *data;
+    Py_ssize_t size, capacity;
+} Buffer;
+
+static int
+reserve(Buffer *b, Py_ssize_t more)
+{
+    if (b->size + more <= b->capacity) {
+        return 0;
+    }
+    Py_ssize_t capacity = b->capacity ? b->capacity : 4096;
+    while (capacity < b->size + more) {
+        capacity *= 2;
+    }
+    char *data = PyMem_Realloc(b->data, (size_t)capacity);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = data;
+    b->capacity = capacity;
+    return 0;
+}
+
+static int
+put(Buffer *b, const char *text, Py_ssize_t n)
+{
+    if (reserve(b, n) < 0) {
+        return -1;
+    }
+    memcpy(b->data + b->size, text, (size_t)n);
+    b->size += n;
+    return 0;
+}
+
+#define PUT(b, literal) put((b), (literal), (Py_ssize_t)(sizeof(literal) - 1))
+
+/* The bytes of `x` that must be escaped (below 0x20, a quote, a backslash), each flagged by
+ * its high bit; the lowest flag is always right (a borrow may flag a byte above it too). */
+static inline uint64_t
+to_escape(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t quote = x ^ (ones * '"'), backslash = x ^ (ones * '\\');
+    return (((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) |
+            ((backslash - ones) & ~backslash)) &
+           high;
+}
+
+/* A str as a JSON string: 0, or 1 when UTF-8 cannot encode it (error cleared), -1 on error. */
+static int
+put_str(Buffer *b, PyObject *text)
+{
+    static const char HEX[] = "0123456789abcdef";
+    Py_ssize_t n;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &n);
+    if (utf8 == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        return 1;
+    }
+    if (reserve(b, n * 6 + 2) < 0) { /* every byte a \u00xx at most */
+        return -1;
+    }
+    char *out = b->data + b->size;
+    *out++ = '"';
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t word;
+            memcpy(&word, utf8 + i, 8);
+            memcpy(out, &word, 8); /* room was reserved for the worst case */
+            uint64_t flags = to_escape(word);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            Py_ssize_t clean = flags ? __builtin_ctzll(flags) >> 3 : 8; /* the first flagged */
+#else
+            Py_ssize_t clean = flags ? 0 : 8;
+#endif
+            out += clean;
+            i += clean;
+            if (clean == 8) {
+                continue;
+            }
+        }
+        unsigned char c = (unsigned char)utf8[i++];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *out++ = (char)c;
+            continue;
+        }
+        *out++ = '\\';
+        switch (c) {
+        case '"': *out++ = '"'; break;
+        case '\\': *out++ = '\\'; break;
+        case '\b': *out++ = 'b'; break;
+        case '\t': *out++ = 't'; break;
+        case '\n': *out++ = 'n'; break;
+        case '\f': *out++ = 'f'; break;
+        case '\r': *out++ = 'r'; break;
+        default:
+            *out++ = 'u';
+            *out++ = '0';
+            *out++ = '0';
+            *out++ = HEX[c >> 4];
+            *out++ = HEX[c & 15];
+        }
+    }
+    *out++ = '"';
+    b->size = out - b->data;
+    return 0;
+}
+
+/* A str or None (`null`), as `put_str` answers. */
+static int
+put_nullable(Buffer *b, PyObject *value)
+{
+    return value == NULL || value == Py_None ? PUT(b, "null") : put_str(b, value);
+}
+
+/* Each step of a writer: 0 went on, 1 not of the usual shape, -1 error. */
+#define STEP(call)          \
+    do {                    \
+        int step_ = (call); \
+        if (step_) {        \
+            return step_;   \
+        }                   \
+    } while (0)
+
+static int
+put_call(Buffer *b, PyObject *call)
+{
+    static const int CALL_KEYS[] = {ID, TYPE, FUNCTION};
+    static const int FUNCTION_KEYS[] = {NAME, ARGUMENTS};
+    PyObject *item[3], *function[2];
+    int fits = shaped(call, CALL_KEYS, 3, item);
+    if (fits > 0) {
+        fits = shaped(item[2], FUNCTION_KEYS, 2, function);
+    }
+    if (fits <= 0) {
+        return fits < 0 ? -1 : 1;
+    }
+    if (!(is_str(item[0]) && is_str(item[1]) && is_str(function[0]) && is_str(function[1]))) {
+        return 1;
+    }
+    STEP(PUT(b, "{\"id\":"));
+    STEP(put_str(b, item[0]));
+    STEP(PUT(b, ",\"type\":"));
+    STEP(put_str(b, item[1]));
+    STEP(PUT(b, ",\"function\":{\"name\":"));
+    STEP(put_str(b, function[0]));
+    STEP(PUT(b, ",\"arguments\":"));
+    STEP(put_str(b, function[1]));
+    return PUT(b, "}}");
+}
+
+static int
+put_calls(Buffer *b, PyObject *calls)
+{
+    if (calls == NULL || calls == Py_None) {
+        return PUT(b, "null");
+    }
+    if (!PyList_CheckExact(calls)) {
+        return 1;
+    }
+    STEP(PUT(b, "["));
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(calls); i++) {
+        if (i) {
+            STEP(PUT(b, ","));
+        }
+        STEP(put_call(b, PyList_GET_ITEM(calls, i)));
+    }
+    return PUT(b, "]");
+}
+
+static int
+put_message(Buffer *b, PyObject *value)
+{
+    static const int MESSAGE_KEYS[] = {ROLE, CONTENT, REASONING, TOOL_CALLS, TOOL_CALL_ID, NAME};
+    PyObject *item[6];
+    int fits = shaped(value, MESSAGE_KEYS, 6, item);
+    if (fits <= 0) {
+        return fits < 0 ? -1 : 1;
+    }
+    if (!(is_str(item[0]) && is_str(item[1]) && is_str_or_none(item[2]) &&
+          is_str_or_none(item[4]) && is_str_or_none(item[5]))) {
+        return 1;
+    }
+    STEP(PUT(b, "{\"role\":"));
+    STEP(put_str(b, item[0]));
+    STEP(PUT(b, ",\"content\":"));
+    STEP(put_str(b, item[1]));
+    STEP(PUT(b, ",\"reasoning_content\":"));
+    STEP(put_nullable(b, item[2]));
+    STEP(PUT(b, ",\"tool_calls\":"));
+    STEP(put_calls(b, item[3]));
+    STEP(PUT(b, ",\"tool_call_id\":"));
+    STEP(put_nullable(b, item[4]));
+    STEP(PUT(b, ",\"name\":"));
+    STEP(put_nullable(b, item[5]));
+    return PUT(b, "}");
+}
+
+static int
+put_messages(Buffer *b, PyObject *values)
+{
+    STEP(PUT(b, "["));
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(values); i++) {
+        if (i) {
+            STEP(PUT(b, ","));
+        }
+        STEP(put_message(b, PyList_GET_ITEM(values, i)));
+    }
+    return PUT(b, "]");
+}
+
+static PyObject *
+messages_json(PyObject *module, PyObject *values)
+{
+    (void)module;
+    if (!PyList_CheckExact(values)) {
+        Py_RETURN_NONE;
+    }
+    Buffer b = {NULL, 0, 0};
+    int done = put_messages(&b, values);
+    PyObject *out = NULL;
+    if (done == 0) {
+        out = PyBytes_FromStringAndSize(b.data, b.size);
+    }
+    else if (done > 0) {
+        out = Py_NewRef(Py_None);
+    }
+    PyMem_Free(b.data);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"message", message, METH_O,
      "message(value) -> the message conformed, or None when not of the usual shape"},
     {"tool", tool, METH_O,
      "tool(value) -> the tool conformed, or None when not of the usual shape"},
+    {"messages", messages, METH_O,
+     "messages(values) -> every message conformed, or None when one is not of the usual shape"},
+    {"messages_json", messages_json, METH_O,
+     "messages_json(values) -> orjson.dumps of every message conformed, or None when one is "
+     "not of the usual shape"},
+    {"tools", tools, METH_O,
+     "tools(values) -> every tool conformed, or None when one is not of the usual shape"},
     {NULL, NULL, 0, NULL},
 };
 

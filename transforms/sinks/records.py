@@ -9,7 +9,7 @@ import orjson
 
 from transforms.sinks.exports import export_lines
 from transforms.sinks.lf import DEFAULT_LF, LfSettings, to_lf_example
-from transforms.sinks.schema import conform_im_record
+from transforms.sinks.schema import conform_im_record, im_record_line
 
 
 def bundle_payload(
@@ -19,8 +19,11 @@ def bundle_payload(
     (a record the LF writer leaves out still counts its reshapes, the drop among them); with
     `exports` (`--messages-format`) also each format's lines, made from the IM records as
     written, and their counts."""
-    conformed = [conform_im_record(record) for record in bundle["records"]]
-    im_lines = [orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE) for record in conformed]
+    if exports:  # the exports are made from the conformed records
+        conformed = [conform_im_record(record) for record in bundle["records"]]
+        im_lines = [orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE) for record in conformed]
+    else:
+        conformed, im_lines = [], [im_record_line(record) for record in bundle["records"]]
     exported, export_counts = export_lines(conformed, exports)
     lf_items: list[bytes] = []
     reshapes: list[str] = []

@@ -15,6 +15,7 @@ Everything else is derived from these definitions, never written twice:
   `trajcurate convert`, `trajcurate score`); still a valid IM record (formats.md §4: the
   `unique_info` values stay objects), and conforming it again changes nothing, so an output
   read back as input (`trajcurate run --input im.jsonl`) gives the same records;
+  `im_record_line` is its line as written, the messages put to JSON text in C;
 - `lf_metadata` — the copied-through keys of an LF example (`lf.to_lf_example`, `lf_render`);
 - `arrow_schema` — the explicit Arrow schema of `--parquet` and of the JSON outputs;
 - `hf_features` — the `datasets.Features` to load the JSON outputs with;
@@ -59,6 +60,7 @@ __all__ = [
     "conform",
     "conform_im_record",
     "hf_features",
+    "im_record_line",
     "jsonl_lines",
     "lf_metadata",
     "markdown_table",
@@ -770,6 +772,11 @@ def _conform_items(item: Field, values: list[Any], rest: _Rest | None, path: _Pa
         return [conform(item, v, rest, (*path, n)) for n, v in enumerate(values)]
     fast = _FAST_ITEMS.get(item.name)
     if fast is not None and fast[0] is item:
+        whole = fast[2]
+        if whole is not None:  # every item of the usual shape: one call for them all
+            conformed_all = whole(values)
+            if conformed_all is not None:
+                return conformed_all
         shaped = fast[1]
         out = []
         for n, v in enumerate(values):
@@ -938,24 +945,39 @@ _TOOL_NAMES = TOOL.names
 _TOOL_FUNCTION_NAMES = TOOL.fields[1].names
 
 _Shaped = Callable[[dict[str, Any]], dict[str, Any] | None]
+_ShapedList = Callable[[list[Any]], list[Any] | None]
 
 
-def _native_fast_paths() -> tuple[_Shaped, _Shaped] | None:
+def _native_fast_paths() -> tuple[_Shaped, _Shaped, _ShapedList, _ShapedList] | None:
     """`_message` and `_tool` in C (`_conform.c`: the same results, in about 0.4 of the
-    time), or None when built without a C compiler (TRAJCURATE_PURE_PYTHON=1)."""
+    time), each also over a whole list in one call, or None when built without a C compiler
+    (TRAJCURATE_PURE_PYTHON=1)."""
     try:
         from transforms.sinks import _conform  # type: ignore[attr-defined]
     except ImportError:
         return None
-    return _conform.message, _conform.tool
+    return _conform.message, _conform.tool, _conform.messages, _conform.tools
 
 
+def _native_messages_json() -> Callable[[list[Any]], bytes | None] | None:
+    """`_conform.messages_json` (see `im_record_line`), None in pure Python."""
+    try:
+        from transforms.sinks import _conform  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    dump: Callable[[list[Any]], bytes | None] = _conform.messages_json
+    return dump
+
+
+NATIVE_MESSAGES_JSON = _native_messages_json()
 NATIVE_FAST_PATHS = _native_fast_paths()
-_MESSAGE_PATH, _TOOL_PATH = NATIVE_FAST_PATHS or (_message, _tool)
-# by item name, with the item it is for (a struct of another schema may share the name)
-_FAST_ITEMS: dict[str, tuple[Field, _Shaped]] = {
-    MESSAGE.name: (MESSAGE, _MESSAGE_PATH),
-    TOOL.name: (TOOL, _TOOL_PATH),
+_MESSAGE_PATH, _TOOL_PATH = NATIVE_FAST_PATHS[:2] if NATIVE_FAST_PATHS else (_message, _tool)
+_MESSAGES_PATH, _TOOLS_PATH = NATIVE_FAST_PATHS[2:] if NATIVE_FAST_PATHS else (None, None)
+# by item name, with the item it is for (a struct of another schema may share the name), its
+# fast path and that path over a whole list (None in pure Python)
+_FAST_ITEMS: dict[str, tuple[Field, _Shaped, _ShapedList | None]] = {
+    MESSAGE.name: (MESSAGE, _MESSAGE_PATH, _MESSAGES_PATH),
+    TOOL.name: (TOOL, _TOOL_PATH, _TOOLS_PATH),
 }
 
 
@@ -972,6 +994,29 @@ def conform_im_record(record: Mapping[str, Any]) -> dict[str, Any]:
         rest.merge_text(info.get("_extra"))
         info["_extra"] = rest.text()
     return out
+
+
+# The messages end an IM record: a record conformed with none ends in these bytes.
+assert IM_SCHEMA.fields[-1].name == "messages" and IM_SCHEMA.rest is None
+_NO_MESSAGES_END = b'"messages":[]}'
+
+
+def im_record_line(record: Mapping[str, Any]) -> bytes:
+    """The IM record as written, as one JSON line: the bytes of `orjson.dumps` of
+    `conform_im_record(record)` and a newline. Messages all of the usual shape (nearly
+    every record's) go from the record to JSON text in C (`_conform.messages_json`) without
+    the conformed copy of each being built; the rest of the record is conformed as always."""
+    messages = record.get("messages")
+    body = None
+    if NATIVE_MESSAGES_JSON is not None and type(messages) is list:
+        body = NATIVE_MESSAGES_JSON(messages)
+    if body is not None:
+        shell = dict(record)
+        shell["messages"] = []
+        head = orjson.dumps(conform_im_record(shell))
+        if head.endswith(_NO_MESSAGES_END):
+            return b"".join((head[:-3], body, b"}\n"))
+    return orjson.dumps(conform_im_record(record), option=orjson.OPT_APPEND_NEWLINE)
 
 
 def lf_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
@@ -1121,4 +1166,4 @@ def markdown_table(kind: str) -> str:
 def jsonl_lines(records: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
     """Conformed IM records as JSON lines (the bytes every IM writer writes)."""
     for record in records:
-        yield orjson.dumps(conform_im_record(record), option=orjson.OPT_APPEND_NEWLINE)
+        yield im_record_line(record)
