@@ -3,7 +3,8 @@
 `im_record_ok` must answer as `im_check.is_im_record` does, on every record; `trainable_ok`
 may say True only where `im_validity.trainable_rules` finds nothing (it may say False more
 often: the rules then decide), and on the reference records it must say True wherever the
-rules do, or it saves nothing.
+rules do, or it saves nothing. `nameless_calls` counts what `readers.bundle`'s loop counts,
+or says -1 (then the loop counts).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scorers import im, im_check, im_validity
+from transforms.readers import bundle
 
 _im_fast = pytest.importorskip("scorers._im_fast", reason="C IM checks not built")
 
@@ -90,6 +92,19 @@ def _mutations(record: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield mutated
 
 
+def _nameless_agrees(record: dict[str, Any]) -> None:
+    """The C count of nameless calls is the Python loop's, or -1 where that loop must count
+    (or would crash: not of the usual types)."""
+    messages = record.get("messages") or []
+    counted = _im_fast.nameless_calls(messages)
+    try:
+        expected = bundle.nameless_calls_counted(messages)
+    except (AttributeError, TypeError):
+        assert counted == -1
+        return
+    assert counted in (expected, -1)
+
+
 def _rules(record: Any) -> str | Exception | None:
     try:
         return im_validity.trainable_rules(record)
@@ -110,6 +125,7 @@ def test_the_c_checks_on_every_single_change_of_a_record() -> None:
         assert _im_fast.im_record_ok(record) is im_check.is_im_record(record), record
         if _im_fast.trainable_ok(record):
             assert _rules(record) is None, record
+        _nameless_agrees(record)
     assert count > 500
 
 
@@ -120,7 +136,11 @@ def test_the_c_checks_on_the_reference_records(cases: list[dict[str, Any]]) -> N
         expected = im_validity.trainable_rules(record)
         assert _im_fast.trainable_ok(record) is (expected is None), expected
         untrainable += expected is not None
+        assert _im_fast.nameless_calls(record["messages"]) == bundle.nameless_calls_counted(
+            record["messages"]
+        )
     assert 0 < untrainable < len(cases)  # both answers met
+    assert bundle.NATIVE_NAMELESS_CALLS is _im_fast.nameless_calls
 
 
 ROLES = st.sampled_from(["user", "assistant", "tool", "system", "other", None, 1])
@@ -135,7 +155,8 @@ FIDELITY = st.one_of(st.none(), st.integers(-1, 2), st.booleans(), st.just("x"),
 
 
 def _call(call_id: Any) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    name = "" if call_id == "c" else "bash"  # a call without a name now and then
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
 
 
 @st.composite
@@ -190,3 +211,4 @@ def test_the_c_trainable_check_never_passes_what_the_rules_refuse(
     assert _im_fast.im_record_ok(record) is im_check.is_im_record(record)
     if _im_fast.trainable_ok(record):
         assert _rules(record) is None
+    _nameless_agrees(record)

@@ -27,7 +27,7 @@ one byte of it), so the read stage's size cap need not serialise the record to b
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict
 
@@ -149,9 +149,30 @@ def _nameless_call_warnings(records: list[dict[str, Any]]) -> list[str]:
     return warnings
 
 
+def _native_nameless_calls() -> Callable[[object], int] | None:
+    try:
+        from scorers import _im_fast  # type: ignore[attr-defined]
+    except ImportError:  # built without a C compiler (TRAJCURATE_PURE_PYTHON=1)
+        return None
+    count: Callable[[object], int] = _im_fast.nameless_calls
+    return count
+
+
+NATIVE_NAMELESS_CALLS = _native_nameless_calls()  # the count in C; -1: not of the usual types
+
+
 def _nameless_calls(messages: list[dict[str, Any]]) -> int:
-    """How many tool calls of `messages` have an empty or missing function name (a loop
-    that passes over the messages without calls: most of them)."""
+    """How many tool calls of `messages` have an empty or missing function name (in C when
+    built; the loop passes over the messages without calls: most of them)."""
+    if NATIVE_NAMELESS_CALLS is not None:
+        counted = NATIVE_NAMELESS_CALLS(messages)
+        if counted >= 0:
+            return counted
+    return nameless_calls_counted(messages)
+
+
+def nameless_calls_counted(messages: list[dict[str, Any]]) -> int:
+    """`_nameless_calls` in Python."""
     nameless = 0
     for message in messages:
         calls = message.get("tool_calls")
