@@ -30,17 +30,21 @@ from typing_extensions import TypedDict
 from scorers.im_check import is_im_record
 
 
-def _im_record_check() -> Callable[[object], bool]:
-    """`is_im_record`, in C when the extension is built (tests/test_im_fast.py: the same)."""
+def _im_fast() -> Any:
+    """The IM checks in C (`scorers/_im_fast.c`), or None when built without a C compiler
+    (TRAJCURATE_PURE_PYTHON=1)."""
     try:
         from scorers import _im_fast  # type: ignore[attr-defined]
-    except ImportError:  # built without a C compiler (TRAJCURATE_PURE_PYTHON=1)
-        return is_im_record
-    check: Callable[[object], bool] = _im_fast.im_record_ok
-    return check
+    except ImportError:
+        return None
+    return _im_fast
 
 
-IM_RECORD_CHECK = _im_record_check()
+IM_FAST = _im_fast()
+# `is_im_record`, in C when built (tests/test_im_fast.py: the same answers)
+IM_RECORD_CHECK: Callable[[object], bool] = (
+    is_im_record if IM_FAST is None else IM_FAST.im_record_ok
+)
 
 if TYPE_CHECKING:
     from pydantic import ConfigDict, GetCoreSchemaHandler

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any, TypeGuard
 
-from scorers.im import InvalidRecord, agent_type, validate_im_record
+from scorers.im import IM_FAST, InvalidRecord, agent_type, validate_im_record
 
 # The fidelity kind a reader counts when its log ends on tool results the model never
 # answered (transforms/readers/conversation.py cuts them): the run was stopped after a call.
@@ -148,17 +148,10 @@ def schema_problem(record: object) -> str | None:
     return None
 
 
-def _native_trainable_ok() -> Callable[[object], bool] | None:
-    try:
-        from scorers import _im_fast  # type: ignore[attr-defined]
-    except ImportError:  # built without a C compiler (TRAJCURATE_PURE_PYTHON=1)
-        return None
-    check: Callable[[object], bool] = _im_fast.trainable_ok
-    return check
-
-
 # True only when `trainable_rules` finds nothing (`_im_fast.c`); None in pure Python.
-NATIVE_TRAINABLE_OK = _native_trainable_ok()
+NATIVE_TRAINABLE_OK: Callable[[object], bool] | None = (
+    None if IM_FAST is None else IM_FAST.trainable_ok
+)
 
 
 def trainable_problem(record: Mapping[str, Any]) -> str | None:

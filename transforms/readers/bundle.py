@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict
 
+from scorers.im import IM_FAST
+
 VALIDATED: Final = "validated_im"
 LINE_BYTES: Final = "line_bytes"
 
@@ -149,16 +151,10 @@ def _nameless_call_warnings(records: list[dict[str, Any]]) -> list[str]:
     return warnings
 
 
-def _native_nameless_calls() -> Callable[[object], int] | None:
-    try:
-        from scorers import _im_fast  # type: ignore[attr-defined]
-    except ImportError:  # built without a C compiler (TRAJCURATE_PURE_PYTHON=1)
-        return None
-    count: Callable[[object], int] = _im_fast.nameless_calls
-    return count
-
-
-NATIVE_NAMELESS_CALLS = _native_nameless_calls()  # the count in C; -1: not of the usual types
+# the count in C (`scorers/_im_fast.c`), -1 for messages not of the usual types
+NATIVE_NAMELESS_CALLS: Callable[[object], int] | None = (
+    None if IM_FAST is None else IM_FAST.nameless_calls
+)
 
 
 def _nameless_calls(messages: list[dict[str, Any]]) -> int:

@@ -948,29 +948,24 @@ _Shaped = Callable[[dict[str, Any]], dict[str, Any] | None]
 _ShapedList = Callable[[list[Any]], list[Any] | None]
 
 
-def _native_fast_paths() -> tuple[_Shaped, _Shaped, _ShapedList, _ShapedList] | None:
-    """`_message` and `_tool` in C (`_conform.c`: the same results, in about 0.4 of the
-    time), each also over a whole list in one call, or None when built without a C compiler
-    (TRAJCURATE_PURE_PYTHON=1)."""
+def _native_conform() -> Any:
+    """`_conform.c`: `_message` and `_tool` in C (the same results, in about 0.4 of the
+    time), each also over a whole list, and `messages_json` (see `im_record_line`); None
+    when built without a C compiler (TRAJCURATE_PURE_PYTHON=1)."""
     try:
         from transforms.sinks import _conform  # type: ignore[attr-defined]
     except ImportError:
         return None
-    return _conform.message, _conform.tool, _conform.messages, _conform.tools
+    return _conform
 
 
-def _native_messages_json() -> Callable[[list[Any]], bytes | None] | None:
-    """`_conform.messages_json` (see `im_record_line`), None in pure Python."""
-    try:
-        from transforms.sinks import _conform  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    dump: Callable[[list[Any]], bytes | None] = _conform.messages_json
-    return dump
-
-
-NATIVE_MESSAGES_JSON = _native_messages_json()
-NATIVE_FAST_PATHS = _native_fast_paths()
+_NATIVE = _native_conform()
+NATIVE_FAST_PATHS: tuple[_Shaped, _Shaped, _ShapedList, _ShapedList] | None = (
+    None if _NATIVE is None else (_NATIVE.message, _NATIVE.tool, _NATIVE.messages, _NATIVE.tools)
+)
+NATIVE_MESSAGES_JSON: Callable[[list[Any]], bytes | None] | None = (
+    None if _NATIVE is None else _NATIVE.messages_json
+)
 _MESSAGE_PATH, _TOOL_PATH = NATIVE_FAST_PATHS[:2] if NATIVE_FAST_PATHS else (_message, _tool)
 _MESSAGES_PATH, _TOOLS_PATH = NATIVE_FAST_PATHS[2:] if NATIVE_FAST_PATHS else (None, None)
 # by item name, with the item it is for (a struct of another schema may share the name), its
