@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import orjson
@@ -157,25 +155,30 @@ SURVEYED = "surveyed_clean"
 _surveyed = threading.local()  # ids of the records of the bundle being cleaned found clean
 
 
-@contextmanager
-def after_survey(bundle: dict[str, Any]) -> Iterator[None]:
+class after_survey:
     """Clean `bundle`'s records (`clean_record`) knowing what the redact stage's survey found
     (`SURVEYED`, taken off the bundle). A record it found nothing to clean in has changed since
     outside its messages and tools only: the stages between (scoring, diagnosing, marking)
     add to `meta_info` and never touch the conversation (tests/test_chain.py checks it), so
     only the rest is surveyed again. Without `SURVEYED` (`--redact off`) every record is
-    surveyed whole."""
-    flags = bundle.pop(SURVEYED, None)
-    records = bundle.get("records")
-    known: set[int] = set()
-    if isinstance(flags, list) and isinstance(records, list) and len(flags) == len(records):
-        known = {id(record) for record, clean in zip(records, flags, strict=True) if clean}
-    previous = getattr(_surveyed, "known", None)
-    _surveyed.known = known
-    try:
-        yield
-    finally:
-        _surveyed.known = previous
+    surveyed whole. (A class, not a generator: it is entered once a bundle.)"""
+
+    __slots__ = ("known", "previous")
+
+    def __init__(self, bundle: dict[str, Any]) -> None:
+        flags = bundle.pop(SURVEYED, None)
+        records = bundle.get("records")
+        self.known: set[int] = set()
+        if isinstance(flags, list) and isinstance(records, list) and len(flags) == len(records):
+            self.known = {id(record) for record, clean in zip(records, flags, strict=True) if clean}
+        self.previous: set[int] | None = None
+
+    def __enter__(self) -> None:
+        self.previous = getattr(_surveyed, "known", None)
+        _surveyed.known = self.known
+
+    def __exit__(self, *_: object) -> None:
+        _surveyed.known = self.previous
 
 
 def clean_record(record: dict[str, Any]) -> int:

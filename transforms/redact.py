@@ -258,15 +258,17 @@ def redact_bundle(bundle: Mapping[str, Any], mode: str) -> Counter[str]:
         bits = SECRET | CLEAN
         if isinstance(record, dict):
             found, bits = _redact_surveyed(record)
-            counts.update(found)
+            if found:  # nearly always empty: `Counter.update` costs even then
+                counts.update(found)
         surveyed.append(not bits & CLEAN)
     changed = False
     for field in ("metadata", "usage", "warnings"):
         value = bundle.get(field)
         if isinstance(value, dict | list):
             found = redact_object(value)
-            changed = changed or bool(found)
-            counts.update(found)
+            if found:
+                changed = True
+                counts.update(found)
     if isinstance(bundle, dict) and isinstance(records, list) and not changed:
         bundle[SURVEYED] = surveyed
     return counts
