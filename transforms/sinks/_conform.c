@@ -366,11 +366,70 @@ put_nullable(Buffer *b, PyObject *value)
         }                   \
     } while (0)
 
+/* How a member's value is written: a str; a str or None (`null`); a message's tool calls. */
+typedef enum { AS_STR, AS_NULLABLE, AS_CALLS } As;
+
+/* A member: the JSON text that leads to its value (the key, and what opens or separates it),
+ * and how the value is written. */
+typedef struct {
+    const char *lead;
+    Py_ssize_t lead_size;
+    As as;
+} Member;
+
+#define MEMBER(lead, as) {(lead), (Py_ssize_t)(sizeof(lead) - 1), (as)}
+
+static int put_calls(Buffer *b, PyObject *calls);
+
+/* `values[k]` after `members[k]`'s lead, each as its member says, then `end`. A value of
+ * another type is not of the usual shape (1). */
+static int
+put_members(Buffer *b, const Member *members, PyObject *const *values, int count,
+            const char *end)
+{
+    for (int k = 0; k < count; k++) {
+        PyObject *value = values[k];
+        STEP(put(b, members[k].lead, members[k].lead_size));
+        switch (members[k].as) {
+        case AS_STR:
+            STEP(is_str(value) ? put_str(b, value) : 1);
+            break;
+        case AS_NULLABLE:
+            STEP(is_str_or_none(value) ? put_nullable(b, value) : 1);
+            break;
+        case AS_CALLS:
+            STEP(put_calls(b, value));
+            break;
+        }
+    }
+    return put(b, end, (Py_ssize_t)strlen(end));
+}
+
+/* A list's items, each by `put_item`, as a JSON array. */
+static int
+put_list(Buffer *b, PyObject *list, int (*put_item)(Buffer *, PyObject *))
+{
+    STEP(PUT(b, "["));
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        if (i) {
+            STEP(PUT(b, ","));
+        }
+        STEP(put_item(b, PyList_GET_ITEM(list, i)));
+    }
+    return PUT(b, "]");
+}
+
 static int
 put_call(Buffer *b, PyObject *call)
 {
     static const int CALL_KEYS[] = {ID, TYPE, FUNCTION};
     static const int FUNCTION_KEYS[] = {NAME, ARGUMENTS};
+    static const Member MEMBERS[] = {
+        MEMBER("{\"id\":", AS_STR),
+        MEMBER(",\"type\":", AS_STR),
+        MEMBER(",\"function\":{\"name\":", AS_STR),
+        MEMBER(",\"arguments\":", AS_STR),
+    };
     PyObject *item[3], *function[2];
     int fits = shaped(call, CALL_KEYS, 3, item);
     if (fits > 0) {
@@ -379,18 +438,8 @@ put_call(Buffer *b, PyObject *call)
     if (fits <= 0) {
         return fits < 0 ? -1 : 1;
     }
-    if (!(is_str(item[0]) && is_str(item[1]) && is_str(function[0]) && is_str(function[1]))) {
-        return 1;
-    }
-    STEP(PUT(b, "{\"id\":"));
-    STEP(put_str(b, item[0]));
-    STEP(PUT(b, ",\"type\":"));
-    STEP(put_str(b, item[1]));
-    STEP(PUT(b, ",\"function\":{\"name\":"));
-    STEP(put_str(b, function[0]));
-    STEP(PUT(b, ",\"arguments\":"));
-    STEP(put_str(b, function[1]));
-    return PUT(b, "}}");
+    PyObject *values[4] = {item[0], item[1], function[0], function[1]};
+    return put_members(b, MEMBERS, values, 4, "}}");
 }
 
 static int
@@ -399,58 +448,27 @@ put_calls(Buffer *b, PyObject *calls)
     if (calls == NULL || calls == Py_None) {
         return PUT(b, "null");
     }
-    if (!PyList_CheckExact(calls)) {
-        return 1;
-    }
-    STEP(PUT(b, "["));
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(calls); i++) {
-        if (i) {
-            STEP(PUT(b, ","));
-        }
-        STEP(put_call(b, PyList_GET_ITEM(calls, i)));
-    }
-    return PUT(b, "]");
+    return PyList_CheckExact(calls) ? put_list(b, calls, put_call) : 1;
 }
 
 static int
 put_message(Buffer *b, PyObject *value)
 {
     static const int MESSAGE_KEYS[] = {ROLE, CONTENT, REASONING, TOOL_CALLS, TOOL_CALL_ID, NAME};
+    static const Member MEMBERS[] = {
+        MEMBER("{\"role\":", AS_STR),
+        MEMBER(",\"content\":", AS_STR),
+        MEMBER(",\"reasoning_content\":", AS_NULLABLE),
+        MEMBER(",\"tool_calls\":", AS_CALLS),
+        MEMBER(",\"tool_call_id\":", AS_NULLABLE),
+        MEMBER(",\"name\":", AS_NULLABLE),
+    };
     PyObject *item[6];
     int fits = shaped(value, MESSAGE_KEYS, 6, item);
     if (fits <= 0) {
         return fits < 0 ? -1 : 1;
     }
-    if (!(is_str(item[0]) && is_str(item[1]) && is_str_or_none(item[2]) &&
-          is_str_or_none(item[4]) && is_str_or_none(item[5]))) {
-        return 1;
-    }
-    STEP(PUT(b, "{\"role\":"));
-    STEP(put_str(b, item[0]));
-    STEP(PUT(b, ",\"content\":"));
-    STEP(put_str(b, item[1]));
-    STEP(PUT(b, ",\"reasoning_content\":"));
-    STEP(put_nullable(b, item[2]));
-    STEP(PUT(b, ",\"tool_calls\":"));
-    STEP(put_calls(b, item[3]));
-    STEP(PUT(b, ",\"tool_call_id\":"));
-    STEP(put_nullable(b, item[4]));
-    STEP(PUT(b, ",\"name\":"));
-    STEP(put_nullable(b, item[5]));
-    return PUT(b, "}");
-}
-
-static int
-put_messages(Buffer *b, PyObject *values)
-{
-    STEP(PUT(b, "["));
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(values); i++) {
-        if (i) {
-            STEP(PUT(b, ","));
-        }
-        STEP(put_message(b, PyList_GET_ITEM(values, i)));
-    }
-    return PUT(b, "]");
+    return put_members(b, MEMBERS, item, 6, "}");
 }
 
 static PyObject *
@@ -461,7 +479,7 @@ messages_json(PyObject *module, PyObject *values)
         Py_RETURN_NONE;
     }
     Buffer b = {NULL, 0, 0};
-    int done = put_messages(&b, values);
+    int done = put_list(&b, values, put_message);
     PyObject *out = NULL;
     if (done == 0) {
         out = PyBytes_FromStringAndSize(b.data, b.size);
