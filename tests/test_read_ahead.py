@@ -151,7 +151,10 @@ from transforms.readers.confined import DEFAULT_LIMITS
 helper = read_ahead.start()
 assert helper is not None, "no helper in a fresh process with two CPUs"
 units = [u for u in detect_units(sys.argv[1], None, DEFAULT_LIMITS) if not isinstance(u, Drop)]
-sent = units * int(sys.argv[2])  # more than the pipe holds: the helper is still at work
+# More results than their pipe holds (the helper is still at work when killed), but fewer
+# requests than theirs does (64 KiB, ~350 bytes a unit): sent all before any is taken,
+# more requests could fill it while the helper waits for the run to take results.
+sent = units * int(sys.argv[2])
 for unit in sent:
     helper.send(unit, DEFAULT_LIMITS)
 stream = helper.take()
@@ -183,10 +186,11 @@ def _script(source: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_killed_helper_loses_nothing(composed: Path) -> None:
-    result = _script(KILLED_HELPER, str(composed), "40", "1")
+    # 120 units: ~1.9 MB of results (the composed job's six give ~95 KB), ~42 KB of requests
+    result = _script(KILLED_HELPER, str(composed), "20", "1")
     outcome = orjson.loads(result.stdout)
     assert outcome["same"] is True
-    assert outcome["units"] == 6 * 40
+    assert outcome["units"] == 6 * 20
     assert 1 <= outcome["opened_there"] < outcome["units"]
     assert outcome["failed"] == (
         "read-ahead off: its helper process stopped (killed by signal 9); the rest is read "
