@@ -151,9 +151,9 @@ from transforms.readers.confined import DEFAULT_LIMITS
 helper = read_ahead.start()
 assert helper is not None, "no helper in a fresh process with two CPUs"
 units = [u for u in detect_units(sys.argv[1], None, DEFAULT_LIMITS) if not isinstance(u, Drop)]
-# More results than their pipe holds (the helper is still at work when killed), but fewer
-# requests than theirs does (64 KiB, ~350 bytes a unit): sent all before any is taken,
-# more requests could fill it while the helper waits for the run to take results.
+# More results than their pipe holds, so the helper is still at work when killed; but every
+# request (~350 bytes a unit) fits the 64 KiB request pipe: all are sent before any result
+# is taken, and one that did not fit would block the run while the helper waits for it.
 sent = units * int(sys.argv[2])
 for unit in sent:
     helper.send(unit, DEFAULT_LIMITS)
