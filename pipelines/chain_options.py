@@ -260,6 +260,17 @@ CHAIN_OPTIONS = options_by_name(
         "runner, one worker); off: never",
         choices=READ_AHEAD_MODES,
     ),
+    Option(
+        "workers",
+        int,
+        0,
+        "processes that score side by side: 0 = one per usable CPU, 1 = this process only; "
+        "inputs are shared out in order (a large IM file by spans of whole instances) and "
+        "the outputs are the same as with 1",
+        low=0,
+        high=256,
+        metavar="N",
+    ),
 )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from transforms import read_ahead
 from transforms.chain import (
@@ -35,6 +35,14 @@ from transforms.readers.confined import ReadLimits
 from transforms.readers.discover import ReadUnit
 
 STDERR_DROP_LIMIT = 50  # drops echoed on stderr; the rest only go to the files
+
+
+class Meter(Protocol):
+    """What the loop reports its progress to (`Progress`, or a worker's shared count)."""
+
+    def update(self, done: int) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -101,32 +109,40 @@ class CurationLoop:
         self.counts = LoopCounts()
         self.label = label
         self.by_unit = by_unit
-        self.progress: Progress | None = None
+        self.progress: Meter | None = None
         self._dropped = 0
 
     def run(self, paths: Iterable[str], forced_format: str | None = None) -> LoopCounts:
-        units = [unit for path in paths for unit in self._detect(path, forced_format)]
+        units = self.detect(paths, forced_format)
         if self.stderr is not None:
             total = len(units) if self.by_unit else None
             unit_name = "units" if self.by_unit else "records"
             self.progress = Progress(self.stderr, self.label, 1000, total=total, unit=unit_name)
         helper = read_ahead.claim(self)
         try:
-            for done, items in enumerate(self._opened(units, helper), 1):
-                self._count("open.in")
-                for item in items:
-                    self._count_outcome("open", item)
-                    if isinstance(item, Drop):
-                        self._drop(item)
-                    else:
-                        self._curate(item)
-                if self.progress is not None and self.by_unit:
-                    self.progress.update(done)
+            self.curate_opened(self._opened(units, helper))
         finally:
             read_ahead.release(self)
         if self.progress is not None:
             self.progress.close()
         return self.counts
+
+    def detect(self, paths: Iterable[str], forced_format: str | None = None) -> list[ReadUnit]:
+        """The read units of `paths`; what detection refuses is dropped here."""
+        return [unit for path in paths for unit in self._detect(path, forced_format)]
+
+    def curate_opened(self, opened: Iterable[Iterable[Bundle | Drop]]) -> None:
+        """Curate what opening each unit yields (`open_unit`), unit by unit."""
+        for done, items in enumerate(opened, 1):
+            self._count("open.in")
+            for item in items:
+                self._count_outcome("open", item)
+                if isinstance(item, Drop):
+                    self._drop(item)
+                else:
+                    self._curate(item)
+            if self.progress is not None and self.by_unit:
+                self.progress.update(done)
 
     def _opened(
         self, units: list[ReadUnit], helper: ReadAhead | None
@@ -141,7 +157,6 @@ class CurationLoop:
             yield from helper.drain()
 
     def _detect(self, path: str, forced_format: str | None) -> Iterator[ReadUnit]:
-        """The read units of one input; what detection refuses is dropped here."""
         self._count("detect.in")
         for unit in detect_units(path, forced_format, self.limits):
             self._count_outcome("detect", unit)

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -39,16 +40,15 @@ from pipelines.outputs import (
     run_reporting_errors,
 )
 from pipelines.score_summary import ScoreStats
-from scorers.im import agent_type
+from pipelines.score_workers import WorkersFailed, score_in_workers, worker_count, write_scored
 from transforms.chain import REJECTED, Bundle, ChainSettings, Drop
 from transforms.jsonl import JsonlWriter
 from transforms.readers.confined import ReadLimits
-from transforms.sinks.schema import im_record_line
 
 __all__ = ["CommandError", "ScoreOptions", "add_parser", "rejects_path", "run", "score_files"]
 
 PROG = "trajcurate score"
-SCORE_OPTIONS = ("scaffold", *CURATION_OPTIONS)
+SCORE_OPTIONS = ("scaffold", *CURATION_OPTIONS, "workers")
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class ScoreOptions:
     )
     limits: ReadLimits = field(default_factory=ReadLimits)
     strict: bool = False
+    workers: int = 1  # processes (`score_workers.py`); 1: this process only
 
 
 def add_parser(subcommands: Any) -> None:
@@ -88,7 +89,12 @@ def scoring_settings(values: dict[str, Any]) -> ChainSettings:
 def run(args: argparse.Namespace) -> int:
     values = vars(args)
     options = ScoreOptions(
-        tuple(args.inputs), args.output, scoring_settings(values), read_limits(values), args.strict
+        tuple(args.inputs),
+        args.output,
+        scoring_settings(values),
+        read_limits(values),
+        args.strict,
+        worker_count(args.workers),
     )
     stats = run_reporting_errors(PROG, lambda: score_files(options, sys.stderr))
     if isinstance(stats, int):
@@ -102,14 +108,46 @@ def run(args: argparse.Namespace) -> int:
 
 def score_files(options: ScoreOptions, stderr: TextIO) -> ScoreStats:
     """Score every input record into `options.output`; return the run's stats."""
-    stats = ScoreStats()
-    counts = curate_im_files(options, lambda b, records: _write(b, records, stats), PROG, stderr)
+    counts = None
+    if options.workers > 1 and not options.strict:
+        stats, counts = _score_in_workers(options, stderr)
+    if counts is None:
+        stats = ScoreStats()
+        write = partial(write_scored, stats=stats)
+        counts = curate_im_files(options, lambda b, records: write(b, records), PROG, stderr)
     acc = counts.accounting()
     stats.rejected, stats.dead_lettered = acc["rejected"], acc["dead_lettered"]
     stats.balanced = acc["balanced"]
     stats.drops = {**counts.drops_by_stage("rejected"), **counts.drops_by_stage("dead_letter")}
     stats.accounting_line = counts.render_accounting()
     return stats
+
+
+def _score_in_workers(
+    options: ScoreOptions, stderr: TextIO
+) -> tuple[ScoreStats, LoopCounts | None]:
+    """The run in worker processes (`score_workers.py`); no counts when it must be done in
+    this process instead (said on stderr, unless there was only one piece of work)."""
+    stats = ScoreStats()
+    check_paths(options)
+    try:
+        with _outputs(options) as outputs, _no_cycle_collection():
+            paths = [str(p) for p in options.inputs]
+            counts = score_in_workers(
+                paths,
+                options.settings,
+                options.limits,
+                outputs,
+                options.workers,
+                stats,
+                stderr,
+                PROG,
+            )
+    except WorkersFailed as exc:
+        if not exc.quiet:
+            print(f"{PROG}: scoring in one process: {exc}", file=stderr)
+        return stats, None
+    return stats, counts
 
 
 def curate_im_files(
@@ -123,8 +161,7 @@ def curate_im_files(
     dead-letter files (or exit 1 with `--strict`), all published only when the run completes.
     Returns the loop's counts."""
     check_paths(options)
-    outputs = (options.output, rejects_path(options.output), dead_letters_path(options.output))
-    with atomic_jsonl_outputs(*outputs) as (records, rejects, dead), _no_cycle_collection():
+    with _outputs(options) as (records, rejects, dead), _no_cycle_collection():
 
         def drop(item: Drop) -> None:
             if options.strict:
@@ -143,10 +180,10 @@ def curate_im_files(
         return loop.run([str(p) for p in options.inputs], "im")
 
 
-def _write(bundle: Bundle, records: JsonlWriter, stats: ScoreStats) -> None:
-    for record, (calls, errors) in zip(bundle["records"], bundle["tool_call_counts"], strict=True):
-        records.write_line(im_record_line(record))
-        stats.add(agent_type(record), record["meta_info"]["unique_info"]["_score"], calls, errors)
+def _outputs(options: ScoreOptions) -> AbstractContextManager[tuple[JsonlWriter, ...]]:
+    """The records, rejects and dead-letter writers, published together at the end."""
+    output = options.output
+    return atomic_jsonl_outputs(output, rejects_path(output), dead_letters_path(output))
 
 
 def _no_cycle_collection() -> AbstractContextManager[None]:

@@ -23,6 +23,11 @@ class ScaffoldStats:
             self.composite_n += 1
             self.composite_sum += float(composite)
 
+    def merge(self, other: ScaffoldStats) -> None:
+        self.records += other.records
+        self.composite_n += other.composite_n
+        self.composite_sum += other.composite_sum
+
     @property
     def mean_composite(self) -> float | None:
         return self.composite_sum / self.composite_n if self.composite_n else None
@@ -59,6 +64,17 @@ class ScoreStats:
             self.scored.add(composite)
             scaffold = str(score.get("scaffold") or "unknown")
             self.by_scaffold.setdefault(scaffold, ScaffoldStats()).add(composite)
+
+    def merge(self, other: ScoreStats) -> None:
+        """Add the records `other` counted (another process's share of the run)."""
+        self.records += other.records
+        self.main += other.main
+        self.subagent += other.subagent
+        self.tool_calls += other.tool_calls
+        self.error_tool_calls += other.error_tool_calls
+        self.scored.merge(other.scored)
+        for scaffold, stats in other.by_scaffold.items():
+            self.by_scaffold.setdefault(scaffold, ScaffoldStats()).merge(stats)
 
     @property
     def error_rate(self) -> float:

@@ -59,8 +59,11 @@ def detect_units(
         yield Drop(DEAD_LETTER, dead_letter_record(DETECT, {"source": path}, exc))
 
 
-def open_unit(unit: ReadUnit, limits: ReadLimits) -> Iterator[Bundle | Drop]:
-    """The bundles of one read unit; a refused unit is a reject, a reader crash a dead letter."""
+def open_unit(
+    unit: ReadUnit, limits: ReadLimits, reader: Reader | None = None
+) -> Iterator[Bundle | Drop]:
+    """The bundles of one read unit (by its format's reader, or `reader`); a refused unit is
+    a reject, a reader crash a dead letter."""
     assert unit.format is not None
     where = {"job": unit.job, "source": unit.url or str(unit.path), "format": unit.format}
     try:
@@ -69,7 +72,7 @@ def open_unit(unit: ReadUnit, limits: ReadLimits) -> Iterator[Bundle | Drop]:
             attach_provenance(remote, unit.root, unit.url, trial=True)
             yield remote
             return
-        for bundle in _reader(unit)(unit.path, limits):
+        for bundle in (reader or _reader(unit))(unit.path, limits):
             if unit.job and not bundle.get("job"):
                 bundle["job"] = unit.job
             opened = dict(bundle)

@@ -7,6 +7,7 @@ route; it never stops the iteration. Lines are numbered from 1 as an editor show
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
@@ -15,6 +16,7 @@ from typing import IO
 import orjson
 
 __all__ = [
+    "ByteWindow",
     "JsonlWriter",
     "LineError",
     "LineTooLong",
@@ -53,17 +55,19 @@ def iter_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
 
 
 def iter_handle_lines(
-    handle: IO[bytes], *, max_line_bytes: int | None = None
+    handle: IO[bytes] | ByteWindow, *, max_line_bytes: int | None = None, first_number: int = 1
 ) -> Iterator[tuple[int, bytes]]:
-    """`iter_lines` over an open binary file. With `max_line_bytes`, at most that many bytes
-    (plus its terminator) of a line are ever held: a longer line raises `LineTooLong`."""
+    """`iter_lines` over an open binary file, its first line numbered `first_number` (only
+    line 1 may start with a byte order mark). With `max_line_bytes`, at most that many
+    bytes (plus its terminator) of a line are ever held: a longer line raises
+    `LineTooLong`."""
     if max_line_bytes is None:
-        for number, line in enumerate(handle, start=1):
+        for number, line in enumerate(handle, start=first_number):
             if number == 1 and line.startswith(_BOM):
                 line = line[len(_BOM) :]
             yield number, line.rstrip(b"\r\n")
         return
-    number = 0
+    number = first_number - 1
     while line := handle.readline(max_line_bytes + 2):
         number += 1
         line = line.rstrip(b"\r\n")  # one copy of a long line, not one per use
@@ -72,6 +76,23 @@ def iter_handle_lines(
         if number == 1 and line.startswith(_BOM):
             line = line[len(_BOM) :]
         yield number, line
+
+
+class ByteWindow:
+    """The next `length` bytes of an open binary file, read line by line and no further."""
+
+    def __init__(self, handle: IO[bytes], length: int) -> None:
+        self._handle = handle
+        self._left = length
+
+    def readline(self, limit: int = -1) -> bytes:
+        want = self._left if limit < 0 else min(limit, self._left)
+        line = self._handle.readline(want) if want > 0 else b""
+        self._left -= len(line)
+        return line
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.readline, b"")
 
 
 def is_blank(raw: bytes) -> bool:
@@ -115,6 +136,18 @@ class JsonlWriter:
         self._handle.write(line)
         self.count += 1
 
+    def flush(self) -> None:
+        self._handle.flush()
+
+    def append_file(self, path: str | os.PathLike[str], lines: int) -> None:
+        """Append the `lines` lines another writer wrote to `path` (a closed file), as
+        written (copied by the kernel where it can)."""
+        self._handle.flush()
+        with open(path, "rb") as part:
+            _copy_to(part, self._handle)
+        self._handle.seek(0, os.SEEK_END)
+        self.count += lines
+
     def close(self) -> None:
         self._handle.close()
 
@@ -128,6 +161,19 @@ class JsonlWriter:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _copy_to(source: IO[bytes], target: IO[bytes]) -> None:
+    """Copy what is left of `source` to where `target` (flushed) stands."""
+    left = os.fstat(source.fileno()).st_size - source.tell()
+    try:
+        while left > 0:
+            copied = os.copy_file_range(source.fileno(), target.fileno(), left)
+            if copied == 0:
+                break
+            left -= copied
+    except (AttributeError, OSError):  # not Linux, or file systems it cannot copy between
+        shutil.copyfileobj(source, target, WRITE_BUFFER)
 
 
 def write_jsonl(path: str | os.PathLike[str], objs: Iterable[object]) -> int:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TypeVar, cast
 
-from transforms.jsonl import LineTooLong, iter_handle_lines
+from transforms.jsonl import ByteWindow, LineTooLong, iter_handle_lines
 from transforms.readers.bundle import ReaderError
 
 __all__ = [
@@ -488,12 +488,30 @@ class TrialFiles:
         self._spend(size=len(data))
         return data
 
-    def iter_chunks(self, path: str | os.PathLike[str], chunk_bytes: int) -> Iterator[bytes]:
-        """The raw bytes of a confined file, `chunk_bytes` at a time (no cap, no hash: a first
-        look at a streamed corpus, read again by `iter_lines`)."""
+    def open_stream(self, path: str | os.PathLike[str]) -> IO[bytes]:
+        """A confined file opened for reading as it stands (no cap: a streamed corpus)."""
+        return self._open(path, capped=False)[0]
+
+    def iter_chunks(
+        self,
+        path: str | os.PathLike[str],
+        chunk_bytes: int,
+        span: tuple[int, int] | None = None,
+    ) -> Iterator[bytes]:
+        """The raw bytes of a confined file (or of its bytes `span` = (start, stop)),
+        `chunk_bytes` at a time (no cap, no hash: a first look at a streamed corpus, read
+        again by `iter_lines`)."""
         handle, _ = self._open(path, capped=False)
         with handle:
-            while chunk := handle.read(chunk_bytes):
+            if span is None:
+                while chunk := handle.read(chunk_bytes):
+                    yield chunk
+                return
+            start, stop = span
+            handle.seek(start)
+            left = stop - start
+            while left > 0 and (chunk := handle.read(min(chunk_bytes, left))):
+                left -= len(chunk)
                 yield chunk
 
     def iter_lines(
@@ -528,11 +546,30 @@ class TrialFiles:
                 if hashed is not None:  # read to its end: the whole file was hashed
                     self._note_read(path, hashed.digest.hexdigest())
             except LineTooLong as exc:
-                shown = self.shown(path)
-                raise ReaderError(
-                    f"refused {shown}: line {exc.number} is over the --max-file-mb cap of "
-                    f"{_cap_text(cap)}"
-                ) from None
+                raise self._line_over_cap(path, exc) from None
+
+    def iter_span_lines(
+        self, path: str | os.PathLike[str], span: tuple[int, int, int]
+    ) -> Iterator[tuple[int, bytes]]:
+        """`iter_lines(path, per_line_cap=True)` of the bytes `start` to `stop` of a file (a
+        span of a streamed corpus, `im_spans.py`), `span` = (start, stop, the number of the
+        line at `start`); `start` is a line start, and the file is in UTF-8."""
+        start, stop, first_line = span
+        handle, _ = self._open(path, capped=False)
+        with handle:
+            handle.seek(start)
+            window = ByteWindow(handle, stop - start)
+            cap = self.limits.max_file_bytes
+            try:
+                yield from iter_handle_lines(window, max_line_bytes=cap, first_number=first_line)
+            except LineTooLong as exc:
+                raise self._line_over_cap(path, exc) from None
+
+    def _line_over_cap(self, path: str | os.PathLike[str], exc: LineTooLong) -> ReaderError:
+        return ReaderError(
+            f"refused {self.shown(path)}: line {exc.number} is over the --max-file-mb cap of "
+            f"{_cap_text(self.limits.max_file_bytes)}"
+        )
 
     # --- looking for optional files ---------------------------------------------------------
 

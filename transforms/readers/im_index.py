@@ -90,6 +90,18 @@ def _count_lines(
     return True
 
 
+def named_ids(line: bytes) -> set[str]:
+    """The ids one line names, as the first look reads them."""
+    named = set()
+    position = line.find(_KEY)
+    while position >= 0:
+        value = _value_at(line, position, len(line))
+        if value is not None:
+            named.add(value)
+        position = line.find(_KEY, position + len(_KEY))
+    return named
+
+
 def _value_at(data: bytes, position: int, line_end: int) -> str | None:
     """The id a key found at `position` names, if its value is a string. The compact form
     (`"_instance_id":"…"` or with one space, no escape) is read directly; any other goes

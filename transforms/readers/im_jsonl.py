@@ -33,6 +33,7 @@ from transforms.readers.bundle import LINE_BYTES, VALIDATED, Bundle, ReaderError
 from transforms.readers.confined import DEFAULT_LIMITS, ReadLimits, TrialFiles
 from transforms.readers.im_builder import with_utc_timestamps
 from transforms.readers.im_index import CHUNK_BYTES, instance_line_counts
+from transforms.readers.im_spans import Span
 from transforms.readers.provenance import line_read
 from transforms.readers.source_files import json_type
 
@@ -79,19 +80,37 @@ class _Completion:
 
 
 def read(
-    path: Path, limits: ReadLimits = DEFAULT_LIMITS, *, max_buffered: int = DEFAULT_MAX_BUFFERED
+    path: Path,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    *,
+    max_buffered: int = DEFAULT_MAX_BUFFERED,
+    span: Span | None = None,
 ) -> Iterator[Bundle]:
-    """Bundles of the IM records in `path`; see the module docstring for grouping and rejects."""
+    """Bundles of the IM records in `path`; see the module docstring for grouping and rejects.
+
+    With `span`, only the lines of that span of the file (`im_spans.py`), read as if the
+    file held a record before them (so a span of rejected lines is no empty file); what the
+    span's reading needs checked to stand for the file's is put in `span`."""
     path = Path(path)
     files = TrialFiles.for_input(path, limits)
-    chunks = files.iter_chunks(path, CHUNK_BYTES)
-    completion = _Completion(instance_line_counts(chunks, limits.max_file_bytes))
+    bytes_span = None if span is None else (span.start, span.stop)
+    chunks = files.iter_chunks(path, CHUNK_BYTES, bytes_span)
+    counts = instance_line_counts(chunks, limits.max_file_bytes)
+    if span is not None:
+        span.ids = None if counts is None else frozenset(counts)
+    completion = _Completion(counts)
     source = str(path)
     groups: dict[str, _Group] = {}
     flushed: set[str] = set()
     buffered = yielded = valid = 0
     first_problem = ""
-    for number, raw in files.iter_lines(path, per_line_cap=True):
+    in_span = span is not None
+    lines = (
+        files.iter_lines(path, per_line_cap=True)
+        if span is None
+        else files.iter_span_lines(path, (span.start, span.stop, span.first_line))
+    )
+    for number, raw in lines:
         if is_blank(raw):
             continue
         record, instance_id, problem = _parse(raw)
@@ -114,7 +133,7 @@ def read(
         while groups and (
             buffered > max_buffered
             # complete instances go on in order, once the file is known to hold a record
-            or (valid and completion.complete(next(iter(groups.values()))))
+            or ((valid or in_span) and completion.complete(next(iter(groups.values()))))
         ):
             oldest = next(iter(groups))
             done = groups.pop(oldest)
@@ -122,7 +141,9 @@ def read(
             flushed.add(oldest)
             yielded += 1
             yield _bundle(done, source)
-    if not valid and not yielded:
+    if span is not None:
+        span.trusted, span.valid = completion.counts is not None, valid
+    elif not valid and not yielded:
         if not groups:
             raise ReaderError("empty file")
         raise ReaderError(f"no IM record in the file ({first_problem})")
