@@ -53,7 +53,10 @@ class LoopCounts:
     jobs: dict[str, Counter[str]] = field(default_factory=dict)
 
     def job(self, name: str) -> Counter[str]:
-        return self.jobs.setdefault(name, Counter())
+        counts = self.jobs.get(name)
+        if counts is None:  # not `setdefault`: that makes a Counter every call
+            counts = self.jobs[name] = Counter()
+        return counts
 
     def totals(self) -> Counter[str]:
         total: Counter[str] = Counter()

@@ -61,6 +61,9 @@ __all__ = [
 MIB = 2**20
 _T = TypeVar("_T")
 _CHUNK = MIB
+# The read buffer of a streamed corpus's lines: IM lines are often longer than the default
+# 8 KiB, which `readline` then gathers from several reads.
+STREAM_BUFFER = MIB
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _MISSING = (errno.ENOENT, errno.ENOTDIR)
 # (BOM, codec) — UTF-32 first: its little-endian BOM starts with UTF-16's.
@@ -385,11 +388,13 @@ class TrialFiles:
         standalone input named on the command line is taken as it is)."""
         return self.limits.allow_hard_links or os.path.abspath(path) in self._trusted
 
-    def _open(self, path: str | os.PathLike[str], *, capped: bool) -> tuple[IO[bytes], int]:
+    def _open(
+        self, path: str | os.PathLike[str], *, capped: bool, buffering: int = -1
+    ) -> tuple[IO[bytes], int]:
         """(binary file, size) of a confined regular file, opened without blocking."""
         fd, size = self._open_fd(path, capped=capped)
         try:
-            return os.fdopen(fd, "rb"), size
+            return os.fdopen(fd, "rb", buffering=buffering), size
         except BaseException:
             os.close(fd)
             raise
@@ -522,7 +527,8 @@ class TrialFiles:
         The file is capped as a whole, or with `per_line_cap` each line is (for streamed
         corpora). UTF-16/32 files (with a BOM) are decoded whole (then the file cap applies).
         """
-        handle, _ = self._open(path, capped=not per_line_cap)
+        buffering = STREAM_BUFFER if per_line_cap else -1
+        handle, _ = self._open(path, capped=not per_line_cap, buffering=buffering)
         cap = self.limits.max_file_bytes
         with handle:
             head = handle.read(4)
@@ -555,7 +561,7 @@ class TrialFiles:
         span of a streamed corpus, `im_spans.py`), `span` = (start, stop, the number of the
         line at `start`); `start` is a line start, and the file is in UTF-8."""
         start, stop, first_line = span
-        handle, _ = self._open(path, capped=False)
+        handle, _ = self._open(path, capped=False, buffering=STREAM_BUFFER)
         with handle:
             handle.seek(start)
             window = ByteWindow(handle, stop - start)
