@@ -241,8 +241,8 @@ def _run_workers(
     try:
         for index, share in enumerate(shares):
             receive, send = context.Pipe(duplex=False)
-            args = (index, share, settings, limits, _part_paths(output, index), counters, send)
-            process = context.Process(target=_work, args=args, daemon=True)
+            job = _Job(index, share, settings, limits, _part_paths(output, index), counters)
+            process = context.Process(target=_work, args=(job, send), daemon=True)
             process.start()
             send.close()
             started.append((process, receive))
@@ -299,19 +299,24 @@ class _SharedCount:
         pass
 
 
-def _work(
-    index: int,
-    share: list[Piece],
-    settings: ChainSettings,
-    limits: ReadLimits,
-    parts: tuple[Path, Path, Path],
-    counters: Any,
-    send: Connection,
-) -> None:
+@dataclass
+class _Job:
+    """What a worker is given: its place among the workers, its pieces, the chain, its
+    part files and the run's progress counters."""
+
+    index: int
+    share: list[Piece]
+    settings: ChainSettings
+    limits: ReadLimits
+    parts: tuple[Path, Path, Path]
+    counters: Any
+
+
+def _work(job: _Job, send: Connection) -> None:
     """A worker: the chain over its pieces into its part files; sends back a `_Done` (or
     why it failed, as text)."""
     try:
-        send.send(_curate_share(index, share, settings, limits, parts, counters))
+        send.send(_curate_share(job))
     except BaseException as exc:  # the run reads this as the worker's failure
         last = traceback.extract_tb(exc.__traceback__)[-1:]
         where = f" ({last[0].filename}:{last[0].lineno})" if last else ""
@@ -320,23 +325,16 @@ def _work(
         send.close()
 
 
-def _curate_share(
-    index: int,
-    share: list[Piece],
-    settings: ChainSettings,
-    limits: ReadLimits,
-    parts: tuple[Path, Path, Path],
-    counters: Any,
-) -> _Done:
+def _curate_share(job: _Job) -> _Done:
     stats = ScoreStats()
     echo = io.StringIO()
-    records, rejects, dead = (JsonlWriter(part) for part in parts)
+    records, rejects, dead = (JsonlWriter(part) for part in job.parts)
     with records, rejects, dead:
         write = partial(write_scored, records=records, stats=stats)
-        loop = CurationLoop(settings, limits, write, _drops_to(rejects, dead), stderr=echo)
-        loop.progress = _SharedCount(counters, index)
-        loop.curate_opened(_opened(share, limits))
-    spans = [piece.span for piece in share]
+        loop = CurationLoop(job.settings, job.limits, write, _drops_to(rejects, dead), stderr=echo)
+        loop.progress = _SharedCount(job.counters, job.index)
+        loop.curate_opened(_opened(job.share, job.limits))
+    spans = [piece.span for piece in job.share]
     lines = (records.count, rejects.count, dead.count)
     return _Done(loop.counts, stats, spans, echo.getvalue(), lines)
 

@@ -78,6 +78,11 @@ def _with_bad_lines(lines: list[bytes]) -> list[bytes]:
     return out
 
 
+def _write_lines(path: Path, lines: list[bytes]) -> Path:
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    return path
+
+
 def _score(inputs: list[Path], output: Path, *flags: str) -> int:
     return main(["score", *flags, *map(str, inputs), "-o", str(output)])
 
@@ -118,9 +123,8 @@ def test_workers_write_what_one_process_writes(
     small_spans: list[int],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    path = tmp_path / "in.jsonl"
     lines = _with_bad_lines(instances)
-    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    path = _write_lines(tmp_path / "in.jsonl", lines)
     one_err, many_err = _one_and_many(tmp_path, [path], capsys)
     assert small_spans == [3]  # shared out: no line says it ran in one process
     assert "one process" not in many_err
@@ -139,11 +143,8 @@ def test_several_inputs_are_shared_whole_or_by_span(
     small_spans: list[int],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    inputs = []
-    for n, part in enumerate((instances[:40], instances[40:60], instances[60:])):
-        path = tmp_path / f"in{n}.jsonl"
-        path.write_bytes(b"".join(line + b"\n" for line in part))
-        inputs.append(path)
+    parts = (instances[:40], instances[40:60], instances[60:])
+    inputs = [_write_lines(tmp_path / f"in{n}.jsonl", part) for n, part in enumerate(parts)]
     _, many_err = _one_and_many(tmp_path, inputs, capsys, workers="2")
     assert small_spans == [2] and "one process" not in many_err
 
@@ -156,8 +157,7 @@ def test_interleaved_instances_are_scored_in_one_process_saying_why(
 ) -> None:
     shuffled = list(instances)
     random.Random(5).shuffle(shuffled)  # a main record and its subagents apart
-    path = tmp_path / "in.jsonl"
-    path.write_bytes(b"".join(line + b"\n" for line in shuffled))
+    path = _write_lines(tmp_path / "in.jsonl", shuffled)
     _, many_err = _one_and_many(tmp_path, [path], capsys, workers="2")
     assert f"trajcurate score: scoring in one process: {path}: an instance has lines on both " in (
         many_err
@@ -174,13 +174,12 @@ def test_a_span_without_an_im_record_is_scored_in_one_process(
     of nothing else cannot say what it would have done."""
     filler = orjson.dumps({"x": "y" * 1000})
     size = sum(map(len, instances[:60]))
-    path = tmp_path / "in.jsonl"
-    path.write_bytes(b"".join(line + b"\n" for line in instances[:60] + [filler] * (size // 1000)))
+    path = _write_lines(tmp_path / "in.jsonl", instances[:60] + [filler] * (size // 1000))
     _, many_err = _one_and_many(tmp_path, [path], capsys, workers="2")
     assert "scoring in one process" in many_err and "no IM record among the lines from" in many_err
 
 
-def _killed(index: int) -> None:
+def _killed(index: int) -> None:  # a worker's own index
     os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -206,14 +205,13 @@ def test_a_failed_worker_loses_nothing(
 ) -> None:
     real = score_workers._curate_share
 
-    def second_fails(index: int, *args: Any) -> Any:
-        if index == 1:
-            fail(index)
-        return real(index, *args)
+    def second_fails(job: Any) -> Any:
+        if job.index == 1:
+            fail(job.index)
+        return real(job)
 
     monkeypatch.setattr(score_workers, "_curate_share", second_fails)
-    path = tmp_path / "in.jsonl"
-    path.write_bytes(b"".join(line + b"\n" for line in instances))
+    path = _write_lines(tmp_path / "in.jsonl", instances)
     _, many_err = _one_and_many(tmp_path, [path], capsys, workers="2")
     assert f"trajcurate score: scoring in one process: {said}" in many_err
     assert not list(tmp_path.glob("*.w[0-9]*"))  # no worker's part is left behind
@@ -225,12 +223,10 @@ def test_strict_and_small_inputs_run_in_this_process(
     small_spans: list[int],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    path = tmp_path / "in.jsonl"
-    path.write_bytes(b"".join(line + b"\n" for line in instances))
+    path = _write_lines(tmp_path / "in.jsonl", instances)
     assert _score([path], tmp_path / "out.jsonl", "--workers", "2", "--strict") == 0
     assert small_spans == []
-    tiny = tmp_path / "tiny.jsonl"
-    tiny.write_bytes(instances[0] + b"\n")
+    tiny = _write_lines(tmp_path / "tiny.jsonl", instances[:1])
     assert _score([tiny], tmp_path / "out.jsonl", "--workers", "2") == 0
     assert "one process" not in capsys.readouterr().err  # too little to share: nothing said
 
