@@ -4,18 +4,22 @@ by side, written as one process writes them.
 The inputs are detected here, then cut into pieces in input order: an IM file of at least
 `2 * MIN_SPAN_BYTES` into spans (`transforms/readers/im_spans.py`, cut between instances),
 every other input whole. Each worker, forked from this process, takes a run of consecutive
-pieces of about an equal share of the bytes and takes them through the same chain as the
-plain loop (`CurationLoop`), into part files of its own; while they run, the progress line
-counts what all of them have curated. When every worker is done, their parts are appended to
-the outputs in order, and their counts and score statistics added up: the records, rejects,
-dead letters, counts and summary are the ones one process gives, byte for byte.
+pieces of about an equal share of the bytes. It first counts its spans' lines by instance
+(the IM reader's first look) and sends the ids it found; only when no instance has lines
+in two spans (`cut_problem`) are the workers told to go on. Each then takes its pieces
+through the same chain as the plain loop (`CurationLoop`), into part files of its own; the
+progress line counts what all of them have curated. When every worker is done, their parts
+are appended to the outputs in order, and their counts and score statistics added up: the
+records, rejects, dead letters, counts and summary are the ones one process gives, byte
+for byte.
 
-That holds only if every span, read by itself, gave what reading its file whole gives
-(`spans_read_apart`: no instance across a cut, counts the reader could vouch for, an IM
-record in every span). When that fails, or a worker fails (killed, out of memory), the
-parts are dropped and the run is done again in this process, saying why on stderr: nothing
-is lost or written twice. `--workers 1`, `--strict` (which stops at the first rejected line
-in input order) and a process allowed one CPU run in this process from the start.
+Two things are known only once the spans are read (`reading_problem`): that each span's
+counts held to its end and that each held an IM record (the whole file's reader holds
+rejected lines back until it has seen one). When the first look or the reading says the
+spans cannot stand for the file, or a worker fails (killed, out of memory), the parts are
+dropped and the run is done again in this process, saying why on stderr: nothing is lost or
+written twice. `--workers 1`, `--strict` (which stops at the first rejected line in input
+order) and a process allowed one CPU run in this process from the start.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from functools import partial
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, TextIO, TypeVar, cast
 
 from pipelines.curate_loop import STDERR_DROP_LIMIT, CurationLoop, LoopCounts
 from pipelines.score_summary import ScoreStats
@@ -44,7 +48,7 @@ from transforms.readers import im_jsonl
 from transforms.readers.bundle import ReaderError
 from transforms.readers.confined import ReadLimits, TrialFiles, wide_codec
 from transforms.readers.discover import ReadUnit
-from transforms.readers.im_spans import Span, spans_read_apart, split_spans
+from transforms.readers.im_spans import Span, cut_problem, reading_problem, split_spans
 from transforms.readers.registry import Reader
 from transforms.sinks.schema import im_record_line
 
@@ -52,6 +56,8 @@ __all__ = ["MIN_SPAN_BYTES", "WorkersFailed", "score_in_workers", "worker_count"
 
 MIN_SPAN_BYTES = 4 * 2**20  # a span (and a share) smaller than this is not worth a process
 POLL_SECONDS = 0.25  # how often the progress line is brought up to date while workers run
+GO = "go"  # the run's word to a worker that the spans can be read apart
+_T = TypeVar("_T")
 
 
 class WorkersFailed(Exception):
@@ -117,11 +123,9 @@ def score_in_workers(
     for writer in outputs:  # nothing buffered here for a forked worker to write again
         writer.flush()
     try:
-        done = _run_workers(shares, settings, limits, records.path, stderr, label)
-        for share, result in zip(shares, done, strict=True):
-            for piece, span in zip(share, result.spans, strict=True):
-                piece.span = span
-        _check_spans(pieces)
+        done = _run_workers(pieces, shares, settings, limits, records.path, stderr, label)
+        _take_spans(shares, [result.spans for result in done])
+        _check_spans(pieces, reading_problem)
         counts = detecting.counts
         for index, result in enumerate(done):
             parts = _part_paths(records.path, index)
@@ -200,14 +204,22 @@ def _shares(pieces: list[Piece], workers: int) -> list[list[Piece]]:
     return [share for share in shares if share]
 
 
-def _check_spans(pieces: list[Piece]) -> None:
-    """WorkersFailed unless the spans of each unit, read apart, stood for its reading."""
+def _take_spans(shares: list[list[Piece]], spans: list[list[Span | None]]) -> None:
+    """The spans as the workers sent them back (their ids, counts held, records read)."""
+    for share, sent in zip(shares, spans, strict=True):
+        for piece, span in zip(share, sent, strict=True):
+            piece.span = span
+
+
+def _check_spans(pieces: list[Piece], problem_of: Callable[[list[Span]], str | None]) -> None:
+    """WorkersFailed when `problem_of` the spans of a unit says why they cannot stand for
+    its reading (`im_spans.cut_problem`, `reading_problem`)."""
     by_unit: dict[int, list[Span]] = {}  # by the unit itself: a file given twice is two units
     for piece in pieces:
         if piece.span is not None:
             by_unit.setdefault(id(piece.unit), []).append(piece.span)
     for piece in pieces:
-        problem = spans_read_apart(by_unit.pop(id(piece.unit), []))
+        problem = problem_of(by_unit.pop(id(piece.unit), []))
         if problem is not None:
             raise WorkersFailed(f"{piece.unit.path}: {problem}")
 
@@ -223,6 +235,7 @@ def _part_paths(output: Path, index: int) -> tuple[Path, Path, Path]:
 
 
 def _run_workers(
+    pieces: list[Piece],
     shares: list[list[Piece]],
     settings: ChainSettings,
     limits: ReadLimits,
@@ -231,8 +244,10 @@ def _run_workers(
     label: str,
 ) -> list[_Done]:
     """Fork a worker per share and return what each sent back, in order; WorkersFailed when
-    one did not. Every worker is stopped and reaped on the way out: one that has sent its
-    result has closed its parts, and stopping it only skips its teardown."""
+    one did not, or when the first look at the spans (each worker's at its own) finds that
+    they cannot be read apart: then no worker goes on to curate. Every worker is stopped and
+    reaped on the way out: one that has sent its result has closed its parts, and stopping it
+    only skips its teardown."""
     context = get_context("fork")
     counters = context.RawArray("q", len(shares))
     started = []
@@ -240,48 +255,58 @@ def _run_workers(
         stream.flush()
     try:
         for index, share in enumerate(shares):
-            receive, send = context.Pipe(duplex=False)
+            ours, theirs = context.Pipe()
             job = _Job(index, share, settings, limits, _part_paths(output, index), counters)
-            process = context.Process(target=_work, args=(job, send), daemon=True)
+            process = context.Process(target=_work, args=(job, theirs), daemon=True)
             process.start()
-            send.close()
-            started.append((process, receive))
-        return _collect(started, counters, stderr, label)
+            theirs.close()
+            started.append((process, ours))
+        connections = [connection for _, connection in started]
+        _take_spans(shares, _receive_all(connections, list))
+        _check_spans(pieces, cut_problem)
+        for connection in connections:
+            connection.send(GO)
+        progress = None if stderr is None else Progress(stderr, label, 1000)
+        done = _receive_all(connections, _Done, progress, counters)
+        if progress is not None:
+            progress.close()
+        return done
     finally:
-        for process, receive in started:
-            receive.close()
+        for process, connection in started:
+            connection.close()
             if process.is_alive():
                 process.kill()
             process.join()
 
 
-def _collect(
-    started: list[tuple[Any, Connection]], counters: Any, stderr: TextIO | None, label: str
-) -> list[_Done]:
-    """Each worker's result, in order, keeping the progress line up to date meanwhile."""
-    progress = None if stderr is None else Progress(stderr, label, 1000)
-    results: dict[Connection, _Done] = {}
-    waiting = [receive for _, receive in started]
+def _receive_all(
+    connections: list[Connection],
+    kind: type[_T],
+    progress: Progress | None = None,
+    counters: Any = None,
+) -> list[_T]:
+    """One message of type `kind` from each worker, in order, bringing `progress` up to date
+    with `counters` meanwhile; WorkersFailed when a worker sends why it failed, or dies."""
+    received: dict[int, _T] = {}
+    waiting = list(connections)
     while waiting:
         for ready in wait(waiting, timeout=POLL_SECONDS):
-            receive = cast(Connection, ready)
-            waiting.remove(receive)
-            results[receive] = _result(receive)
+            connection = cast(Connection, ready)
+            waiting.remove(connection)
+            received[id(connection)] = _message(connection, kind)
         if progress is not None:
             progress.update(sum(counters))
-    if progress is not None:
-        progress.close()
-    return [results[receive] for _, receive in started]
+    return [received[id(connection)] for connection in connections]
 
 
-def _result(receive: Connection) -> _Done:
+def _message(connection: Connection, kind: type[_T]) -> _T:
     try:
-        message = receive.recv()
+        message = connection.recv()
     except (EOFError, OSError):
         raise WorkersFailed("a worker stopped before it was done") from None
     if isinstance(message, str):
         raise WorkersFailed(f"a worker failed: {message}")
-    assert isinstance(message, _Done)
+    assert isinstance(message, kind)
     return message
 
 
@@ -312,17 +337,23 @@ class _Job:
     counters: Any
 
 
-def _work(job: _Job, send: Connection) -> None:
-    """A worker: the chain over its pieces into its part files; sends back a `_Done` (or
-    why it failed, as text)."""
+def _work(job: _Job, connection: Connection) -> None:
+    """A worker: the first look at its spans, sent to the run (the spans with their ids);
+    then, if the run says go on, the chain over its pieces into its part files, and a
+    `_Done` sent back. Why it failed, as text, in place of either."""
     try:
-        send.send(_curate_share(job))
+        for piece in job.share:
+            if piece.span is not None:
+                im_jsonl.look_at_span(piece.unit.path, piece.span, job.limits)
+        connection.send([piece.span for piece in job.share])
+        if connection.recv() == GO:
+            connection.send(_curate_share(job))
     except BaseException as exc:  # the run reads this as the worker's failure
         last = traceback.extract_tb(exc.__traceback__)[-1:]
         where = f" ({last[0].filename}:{last[0].lineno})" if last else ""
-        send.send(f"{type(exc).__name__}: {exc}{where}")
+        connection.send(f"{type(exc).__name__}: {exc}{where}")
     finally:
-        send.close()
+        connection.close()
 
 
 def _curate_share(job: _Job) -> _Done:

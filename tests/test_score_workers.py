@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import pickle
 import random
 import signal
 from pathlib import Path
@@ -22,7 +23,7 @@ from pipelines.cli import main
 from pipelines.score_workers import worker_count
 from transforms.jsonl import ByteWindow
 from transforms.read_ahead import usable_cores
-from transforms.readers.im_spans import Span, spans_read_apart, split_spans
+from transforms.readers.im_spans import Span, cut_problem, reading_problem, split_spans
 
 SUFFIXES = (".jsonl", ".rejects.jsonl", ".dead_letter.jsonl")
 
@@ -154,10 +155,14 @@ def test_interleaved_instances_are_scored_in_one_process_saying_why(
     instances: list[bytes],
     small_spans: list[int],
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Known from the first look at the spans, before any worker curates a record (a worker
+    that did would fail the run differently)."""
     shuffled = list(instances)
     random.Random(5).shuffle(shuffled)  # a main record and its subagents apart
     path = _write_lines(tmp_path / "in.jsonl", shuffled)
+    monkeypatch.setattr(score_workers, "_curate_share", _raising)
     _, many_err = _one_and_many(tmp_path, [path], capsys, workers="2")
     assert f"trajcurate score: scoring in one process: {path}: an instance has lines on both " in (
         many_err
@@ -179,11 +184,11 @@ def test_a_span_without_an_im_record_is_scored_in_one_process(
     assert "scoring in one process" in many_err and "no IM record among the lines from" in many_err
 
 
-def _killed(index: int) -> None:  # a worker's own index
+def _killed(job: Any) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _raising(index: int) -> None:
+def _raising(job: Any) -> None:
     raise MemoryError("out of memory")
 
 
@@ -207,7 +212,7 @@ def test_a_failed_worker_loses_nothing(
 
     def second_fails(job: Any) -> Any:
         if job.index == 1:
-            fail(job.index)
+            fail(job)
         return real(job)
 
     monkeypatch.setattr(score_workers, "_curate_share", second_fails)
@@ -257,17 +262,24 @@ def test_spans_cut_between_instances_and_number_their_lines(tmp_path: Path) -> N
     assert len(_spans_of(one_instance, 4, tmp_path / "g.jsonl")) == 1  # no cut within reach
 
 
-def test_spans_read_apart_says_why_not() -> None:
+def test_spans_say_why_they_cannot_be_read_apart() -> None:
     def span(first: int, ids: set[str] | None, trusted: bool = True, valid: int = 1) -> Span:
         return Span(0, 1, first, None if ids is None else frozenset(ids), trusted, valid)
 
-    assert spans_read_apart([span(1, {"a"}), span(9, {"b"})]) is None
-    assert "on both sides of line 9" in str(spans_read_apart([span(1, {"a"}), span(9, {"a"})]))
+    apart = [span(1, {"a"}), span(9, {"b"})]
+    assert cut_problem(apart) is None and reading_problem(apart) is None
+    assert "on both sides of line 9" in str(cut_problem([span(1, {"a"}), span(9, {"a"})]))
+    assert "could not be counted" in str(cut_problem([span(1, None)]))
     assert "no IM record among the lines from 9" in str(
-        spans_read_apart([span(1, {"a"}), span(9, {"b"}, valid=0)])
+        reading_problem([span(1, {"a"}), span(9, {"b"}, valid=0)])
     )
-    assert "could not be counted" in str(spans_read_apart([span(1, None)]))
-    assert "could not be counted" in str(spans_read_apart([span(1, {"a"}, trusted=False)]))
+    assert "could not be counted" in str(reading_problem([span(1, {"a"}, trusted=False)]))
+
+
+def test_a_span_is_pickled_without_its_counts() -> None:
+    looked = Span(0, 10, 1, frozenset({"a"}), looked=True, counts={"a": 2})
+    again = pickle.loads(pickle.dumps(looked))
+    assert again.counts is None and again.ids == frozenset({"a"}) and again.looked
 
 
 def test_byte_window_reads_lines_up_to_its_length(tmp_path: Path) -> None:

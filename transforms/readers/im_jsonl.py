@@ -93,11 +93,12 @@ def read(
     span's reading needs checked to stand for the file's is put in `span`."""
     path = Path(path)
     files = TrialFiles.for_input(path, limits)
-    bytes_span = None if span is None else (span.start, span.stop)
-    chunks = files.iter_chunks(path, CHUNK_BYTES, bytes_span)
-    counts = instance_line_counts(chunks, limits.max_file_bytes)
-    if span is not None:
-        span.ids = None if counts is None else frozenset(counts)
+    if span is None:
+        counts = first_look(files, path, limits)
+    else:
+        if not span.looked:
+            look_at_span(path, span, limits)
+        counts, span.counts = span.counts, None
     completion = _Completion(counts)
     source = str(path)
     groups: dict[str, _Group] = {}
@@ -149,6 +150,23 @@ def read(
         raise ReaderError(f"no IM record in the file ({first_problem})")
     for group in groups.values():
         yield _bundle(group, source)
+
+
+def first_look(
+    files: TrialFiles, path: Path, limits: ReadLimits, span: Span | None = None
+) -> dict[str, int] | None:
+    """The lines naming each `_instance_id` in the file (or its `span`): `im_index.py`."""
+    bytes_span = None if span is None else (span.start, span.stop)
+    chunks = files.iter_chunks(path, CHUNK_BYTES, bytes_span)
+    return instance_line_counts(chunks, limits.max_file_bytes)
+
+
+def look_at_span(path: Path, span: Span, limits: ReadLimits = DEFAULT_LIMITS) -> None:
+    """The first look at a span of the file, ahead of `read(path, span=span)`: its ids (for
+    `im_spans.cut_problem`) and its counts (for the read) kept on the span."""
+    counts = first_look(TrialFiles.for_input(path, limits), Path(path), limits, span)
+    span.ids = None if counts is None else frozenset(counts)
+    span.counts, span.looked = counts, True
 
 
 def _parse(raw: bytes) -> tuple[dict[str, Any], str | None, str]:

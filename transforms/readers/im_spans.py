@@ -3,12 +3,13 @@
 `trajcurate score` splits a large IM file into spans so that several processes can each take
 one (`pipelines/score_workers.py`). A span starts and ends at a line start, and it is cut
 where the line before names other `_instance_id`s than the line after, so an instance whose
-lines are contiguous (as trajcurate writes them) is never cut. Whether the cut really parted
-no instance can only be known once every span's lines are counted (`im_index.py`); the IM
-reader does that for its span and reports it here (`Span.ids`, `Span.trusted`,
-`Span.valid`), and `spans_read_apart` says whether the spans, read apart, gave what one
-reading of the whole file gives. When they did not (an instance across a cut, a span with
-no IM record, counts the first look cannot vouch for), the caller reads the file whole.
+lines are contiguous (as trajcurate writes them) is never cut. Whether a cut really parted no
+instance is known once every span's lines are counted by instance (the IM reader's first
+look, `im_index.py`, over the span alone: `Span.ids`), before any record is read:
+`cut_problem`. Two things are known only once a span is read: whether its counts held to the
+end (`Span.trusted`) and whether it held an IM record (`Span.valid`): `reading_problem`.
+When either says why not (an instance across a cut, counts the first look cannot vouch for,
+a span with no IM record), the caller reads the file whole.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, cast
 
 from transforms.readers.im_index import named_ids
 
-__all__ = ["MAX_CUT_LINES", "Span", "spans_read_apart", "split_spans"]
+__all__ = ["MAX_CUT_LINES", "Span", "cut_problem", "reading_problem", "split_spans"]
 
 MAX_CUT_LINES = 1000  # lines looked at for a cut before giving that cut up
 READ_BYTES = 2**20  # read at a time to number the lines before each cut
@@ -31,7 +32,9 @@ READ_BYTES = 2**20  # read at a time to number the lines before each cut
 class Span:
     """Bytes `start` to `stop` of a file, whose first line is line `first_line`; the reader
     fills in the rest: the ids its first look counted (None when it could not vouch for
-    them), whether they held to the end, and how many valid records it read."""
+    them), whether they held to the end, and how many valid records it read. `counts` holds
+    the first look's counts from the look (`im_jsonl.look_at_span`) to the read; it is never
+    pickled."""
 
     start: int
     stop: int
@@ -39,6 +42,11 @@ class Span:
     ids: frozenset[str] | None = None
     trusted: bool = False
     valid: int = 0
+    looked: bool = False
+    counts: dict[str, int] | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "counts": None}
 
 
 def split_spans(handle: IO[bytes], parts: int, max_line_bytes: int) -> list[Span]:
@@ -100,19 +108,27 @@ def _line_numbers(handle: IO[bytes], starts: Sequence[int]) -> list[int]:
     return numbers
 
 
-def spans_read_apart(spans: Sequence[Span]) -> str | None:
-    """None when the spans of one file, each read by itself, gave what reading the file
-    whole gives; else why not. That holds when every span's counts held (then each instance
-    came out whole, in order, when its last line was read) and named ids of no other span,
-    and every span held an IM record (the whole file's reader holds back rejected lines
-    until it has seen one)."""
+def cut_problem(spans: Sequence[Span]) -> str | None:
+    """Why the spans of one file, counted by instance, cannot be read apart (None: they
+    can): an instance with lines in two spans, or a span the first look could not count."""
     seen: set[str] = set()
     for span in spans:
-        if span.ids is None or not span.trusted:
+        if span.ids is None:
             return f"lines from {span.first_line} could not be counted by instance"
-        if not span.valid:
-            return f"no IM record among the lines from {span.first_line}"
         if not seen.isdisjoint(span.ids):
             return f"an instance has lines on both sides of line {span.first_line}"
         seen.update(span.ids)
+    return None
+
+
+def reading_problem(spans: Sequence[Span]) -> str | None:
+    """Why the spans of one file, each read by itself, did not give what reading the file
+    whole gives (None: they did, given no `cut_problem`): a span whose counts failed on the
+    way (then an instance may have come out early), or one without an IM record (the whole
+    file's reader holds rejected lines back until it has seen one)."""
+    for span in spans:
+        if not span.trusted:
+            return f"lines from {span.first_line} could not be counted by instance"
+        if not span.valid:
+            return f"no IM record among the lines from {span.first_line}"
     return None
