@@ -48,7 +48,7 @@ from transforms.readers.confined import ReadLimits
 __all__ = ["CommandError", "ScoreOptions", "add_parser", "rejects_path", "run", "score_files"]
 
 PROG = "trajcurate score"
-SCORE_OPTIONS = ("scaffold", *CURATION_OPTIONS, "workers")
+SCORE_OPTIONS = ("scaffold", *CURATION_OPTIONS)  # also `diagnose`'s, which has no workers
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def add_parser(subcommands: Any) -> None:
     )
     parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT.jsonl")
     parser.add_argument("-o", "--output", required=True, type=Path, metavar="OUTPUT.jsonl")
-    add_chain_arguments(parser, SCORE_OPTIONS, {"instance_status": "all"})
+    add_chain_arguments(parser, (*SCORE_OPTIONS, "workers"), {"instance_status": "all"})
     parser.add_argument(
         "--strict", action="store_true", help="stop with exit 1 at the first rejected line"
     )

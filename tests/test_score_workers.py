@@ -240,6 +240,9 @@ def test_workers_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     assert worker_count(0) == usable_cores() and worker_count(3) == 3
     assert _score([tmp_path / "x.jsonl"], tmp_path / "o.jsonl", "--workers", "-1") == 2
     assert "error: argument --workers: a whole number from 0 to 256\n" in capsys.readouterr().err
+    diagnose = ["diagnose", "--workers", "2", str(tmp_path / "x.jsonl"), "-o", "o.jsonl"]
+    assert main(diagnose) == 2  # `diagnose` runs in one process: it takes no --workers
+    assert "unrecognized arguments: --workers" in capsys.readouterr().err
 
 
 def _spans_of(data: bytes, parts: int, path: Path) -> list[Span]:
