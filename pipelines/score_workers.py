@@ -16,7 +16,8 @@ for byte.
 Two things are known only once the spans are read (`reading_problem`): that each span's
 counts held to its end and that each held an IM record (the whole file's reader holds
 rejected lines back until it has seen one). When the first look or the reading says the
-spans cannot stand for the file, or a worker fails (killed, out of memory), the parts are
+spans cannot stand for the file, the file changed size while it was read, or a worker
+fails (killed, out of memory), the parts are
 dropped and the run is done again in this process, saying why on stderr: nothing is lost or
 written twice. `--workers 1`, `--strict` (which stops at the first rejected line in input
 order) and a process allowed one CPU run in this process from the start.
@@ -89,6 +90,7 @@ class Piece:
     span: Span | None = None
     first: bool = True
     size: int = 0
+    file_size: int = 0  # of a span's file, when it was cut
 
 
 @dataclass
@@ -126,6 +128,7 @@ def score_in_workers(
         done = _run_workers(pieces, shares, settings, limits, records.path, stderr, label)
         _take_spans(shares, [result.spans for result in done])
         _check_spans(pieces, reading_problem)
+        _check_unchanged(pieces)
         counts = detecting.counts
         for index, result in enumerate(done):
             parts = _part_paths(records.path, index)
@@ -167,7 +170,7 @@ def _pieces(units: list[ReadUnit], workers: int, limits: ReadLimits) -> list[Pie
             pieces.append(Piece(unit, size=size))
             continue
         pieces.extend(
-            Piece(unit, span, first=n == 0, size=span.stop - span.start)
+            Piece(unit, span, n == 0, span.stop - span.start, spans[-1].stop)
             for n, span in enumerate(spans)
         )
     return pieces
@@ -222,6 +225,14 @@ def _check_spans(pieces: list[Piece], problem_of: Callable[[list[Span]], str | N
         problem = problem_of(by_unit.pop(id(piece.unit), []))
         if problem is not None:
             raise WorkersFailed(f"{piece.unit.path}: {problem}")
+
+
+def _check_unchanged(pieces: list[Piece]) -> None:
+    """WorkersFailed when a file read by spans is no longer the size it was cut at (lines
+    appended since would be missing: one process reads to the end)."""
+    for piece in pieces:
+        if piece.span is not None and _size(piece.unit.path) != piece.file_size:
+            raise WorkersFailed(f"{piece.unit.path}: it changed while it was read")
 
 
 def _part_paths(output: Path, index: int) -> tuple[Path, Path, Path]:

@@ -222,6 +222,33 @@ def test_a_failed_worker_loses_nothing(
     assert not list(tmp_path.glob("*.w[0-9]*"))  # no worker's part is left behind
 
 
+def test_a_file_that_grows_while_read_is_scored_again_whole(
+    tmp_path: Path,
+    instances: list[bytes],
+    small_spans: list[int],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lines appended after the cuts would be missing from the spans: one process reads to
+    the end of the file as it is then."""
+    path = _write_lines(tmp_path / "in.jsonl", instances[:-5])
+    real = score_workers._check_spans
+
+    def append_then_check(pieces: list[Any], problem_of: Any) -> None:
+        if problem_of is reading_problem and path.stat().st_size < sum(map(len, instances)):
+            with open(path, "ab") as handle:
+                handle.write(b"".join(line + b"\n" for line in instances[-5:]))
+        real(pieces, problem_of)
+
+    monkeypatch.setattr(score_workers, "_check_spans", append_then_check)
+    out = tmp_path / "out.jsonl"
+    assert _score([path], out, "--workers", "2") == 0
+    assert (
+        f"scoring in one process: {path}: it changed while it was read" in capsys.readouterr().err
+    )
+    assert len(out.read_bytes().splitlines()) == len(instances)  # the appended ones too
+
+
 def test_strict_and_small_inputs_run_in_this_process(
     tmp_path: Path,
     instances: list[bytes],

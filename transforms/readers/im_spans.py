@@ -63,7 +63,8 @@ def split_spans(handle: IO[bytes], parts: int, max_line_bytes: int) -> list[Span
     cuts.append(size)
     firsts = _line_numbers(handle, cuts[:-1])
     return [
-        Span(start, stop, first) for start, stop, first in zip(cuts, cuts[1:], firsts, strict=False)
+        Span(start, stop, first)
+        for start, stop, first in zip(cuts[:-1], cuts[1:], firsts, strict=True)
     ]
 
 
