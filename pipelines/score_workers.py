@@ -16,11 +16,11 @@ for byte.
 Two things are known only once the spans are read (`reading_problem`): that each span's
 counts held to its end and that each held an IM record (the whole file's reader holds
 rejected lines back until it has seen one). When the first look or the reading says the
-spans cannot stand for the file, the file changed size while it was read, or a worker
-fails (killed, out of memory), the parts are
-dropped and the run is done again in this process, saying why on stderr: nothing is lost or
-written twice. `--workers 1`, `--strict` (which stops at the first rejected line in input
-order) and a process allowed one CPU run in this process from the start.
+spans cannot stand for the file, the file changed size while it was read, or a worker fails
+(killed, out of memory), the parts are dropped and the run is done again in this process,
+saying why on stderr: nothing is lost or written twice. `--workers 1`, `--strict` (which
+stops at the first rejected line in input order) and a process allowed one CPU run in this
+process from the start.
 """
 
 from __future__ import annotations
