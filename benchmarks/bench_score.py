@@ -18,7 +18,6 @@ only the instances still missing a line, so a long file's records are not all he
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import subprocess
@@ -28,6 +27,8 @@ import time
 from pathlib import Path
 
 from measure import measure, write_bytecode
+
+from transforms.read_ahead import usable_cores
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CASES = REPO_ROOT.parent / "shared" / "data" / "reference-scored" / "cases.jsonl"
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         output = Path(tmp) / "out.jsonl"
         fresh = (output, output.with_name("out.rejects.jsonl"))
         score_runs = {}
-        for name, prefix in (("1 CPU", pin), (f"{usable_cpus()} CPU", [])):
+        for name, prefix in (("1 CPU", pin), (f"{usable_cores()} CPU", [])):
             command = [*prefix, *trajcurate_command(), "score", str(data), "-o", str(output)]
             wall = best_wall_seconds(command, args.runs, fresh=fresh)
             for path in fresh:
@@ -142,13 +143,6 @@ def main(argv: list[str] | None = None) -> int:
             f"{ratio:7.2f}x  (target <= {TARGET_RATIO:.0f}x: {verdict})"
         )
     return 0
-
-
-def usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 if __name__ == "__main__":

@@ -40,8 +40,14 @@ from pipelines.outputs import (
     run_reporting_errors,
 )
 from pipelines.score_summary import ScoreStats
-from pipelines.score_workers import WorkersFailed, score_in_workers, worker_count, write_scored
-from transforms.chain import REJECTED, Bundle, ChainSettings, Drop
+from pipelines.score_workers import (
+    WorkersFailed,
+    drops_to,
+    score_in_workers,
+    worker_count,
+    write_scored,
+)
+from transforms.chain import Bundle, ChainSettings, Drop
 from transforms.jsonl import JsonlWriter
 from transforms.readers.confined import ReadLimits
 
@@ -113,8 +119,7 @@ def score_files(options: ScoreOptions, stderr: TextIO) -> ScoreStats:
         stats, counts = _score_in_workers(options, stderr)
     if counts is None:
         stats = ScoreStats()
-        write = partial(write_scored, stats=stats)
-        counts = curate_im_files(options, lambda b, records: write(b, records), PROG, stderr)
+        counts = curate_im_files(options, partial(write_scored, stats=stats), PROG, stderr)
     acc = counts.accounting()
     stats.rejected, stats.dead_lettered = acc["rejected"], acc["dead_lettered"]
     stats.balanced = acc["balanced"]
@@ -127,7 +132,7 @@ def _score_in_workers(
     options: ScoreOptions, stderr: TextIO
 ) -> tuple[ScoreStats, LoopCounts | None]:
     """The run in worker processes (`score_workers.py`); no counts when it must be done in
-    this process instead (said on stderr, unless there was only one piece of work)."""
+    this process instead (said on stderr, unless there was too little work to share)."""
     stats = ScoreStats()
     check_paths(options)
     try:
@@ -162,12 +167,13 @@ def curate_im_files(
     Returns the loop's counts."""
     check_paths(options)
     with _outputs(options) as (records, rejects, dead), _no_cycle_collection():
+        to_files = drops_to(rejects, dead)
 
         def drop(item: Drop) -> None:
             if options.strict:
                 what = item.record.get("reason") or item.record.get("error")
                 raise CommandError(f"{what} (--strict)", exit_code=1)
-            (rejects if item.kind == REJECTED else dead).write(item.record)
+            to_files(item)
 
         loop = CurationLoop(
             options.settings,

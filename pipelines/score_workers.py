@@ -53,7 +53,14 @@ from transforms.readers.im_spans import Span, cut_problem, reading_problem, spli
 from transforms.readers.registry import Reader
 from transforms.sinks.schema import im_record_line
 
-__all__ = ["MIN_SPAN_BYTES", "WorkersFailed", "score_in_workers", "worker_count", "write_scored"]
+__all__ = [
+    "MIN_SPAN_BYTES",
+    "WorkersFailed",
+    "drops_to",
+    "score_in_workers",
+    "worker_count",
+    "write_scored",
+]
 
 MIN_SPAN_BYTES = 4 * 2**20  # a span (and a share) smaller than this is not worth a process
 POLL_SECONDS = 0.25  # how often the progress line is brought up to date while workers run
@@ -117,7 +124,7 @@ def score_in_workers(
     the work cannot be shared (one piece) or what the workers did cannot stand for it."""
     echo = io.StringIO()
     records, rejects, dead = outputs
-    detecting = CurationLoop(settings, limits, _unused, _drops_to(rejects, dead), stderr=echo)
+    detecting = CurationLoop(settings, limits, _unused, drops_to(rejects, dead), stderr=echo)
     pieces = _pieces(detecting.detect(paths, "im"), workers, limits)
     shares = _shares(pieces, workers)
     if len(shares) < 2 or sum(piece.size for piece in pieces) < 2 * MIN_SPAN_BYTES:
@@ -148,7 +155,9 @@ def score_in_workers(
     return counts
 
 
-def _drops_to(rejects: JsonlWriter, dead: JsonlWriter) -> Callable[[Drop], None]:
+def drops_to(rejects: JsonlWriter, dead: JsonlWriter) -> Callable[[Drop], None]:
+    """Where a drop goes: a reject to `rejects`, a dead letter to `dead`."""
+
     def drop(item: Drop) -> None:
         (rejects if item.kind == REJECTED else dead).write(item.record)
 
@@ -373,7 +382,7 @@ def _curate_share(job: _Job) -> _Done:
     records, rejects, dead = (JsonlWriter(part) for part in job.parts)
     with records, rejects, dead:
         write = partial(write_scored, records=records, stats=stats)
-        loop = CurationLoop(job.settings, job.limits, write, _drops_to(rejects, dead), stderr=echo)
+        loop = CurationLoop(job.settings, job.limits, write, drops_to(rejects, dead), stderr=echo)
         loop.progress = _SharedCount(job.counters, job.index)
         loop.curate_opened(_opened(job.share, job.limits))
     spans = [piece.span for piece in job.share]

@@ -72,33 +72,28 @@ def _count_lines(
     while position >= 0:
         line_end = data.find(b"\n", position, end)
         line_end = end if line_end < 0 else line_end
-        value = _value_at(data, position, line_end)
-        position = data.find(_KEY, position + len(_KEY), line_end)
-        if position < 0:  # the line names one id, as a record's line does
+        if data.find(_KEY, position + len(_KEY), line_end) < 0:  # one id, as a record names
+            value = _value_at(data, position, line_end)
             if value is not None:
                 counts[value] = counts.get(value, 0) + 1
         else:  # each id the line names counts once
-            named = set() if value is None else {value}
-            while position >= 0:
-                value = _value_at(data, position, line_end)
-                if value is not None:
-                    named.add(value)
-                position = data.find(_KEY, position + len(_KEY), line_end)
-            for value in named:
+            for value in named_ids(data, position, line_end):
                 counts[value] = counts.get(value, 0) + 1
         position = data.find(_KEY, line_end, end)
     return True
 
 
-def named_ids(line: bytes) -> set[str]:
-    """The ids one line names, as the first look reads them."""
+def named_ids(data: bytes, start: int = 0, end: int | None = None) -> set[str]:
+    """The ids named in `data[start:end]` (one line, or the part of one), as the first look
+    reads them."""
+    end = len(data) if end is None else end
     named = set()
-    position = line.find(_KEY)
+    position = data.find(_KEY, start, end)
     while position >= 0:
-        value = _value_at(line, position, len(line))
+        value = _value_at(data, position, end)
         if value is not None:
             named.add(value)
-        position = line.find(_KEY, position + len(_KEY))
+        position = data.find(_KEY, position + len(_KEY), end)
     return named
 
 
